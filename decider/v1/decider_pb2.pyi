@@ -1,0 +1,347 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ActionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACTION_TYPE_UNSPECIFIED: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_JOB: _ClassVar[ActionType]
+    ACTION_TYPE_DELETE_JOB: _ClassVar[ActionType]
+    ACTION_TYPE_SUSPEND_JOB: _ClassVar[ActionType]
+    ACTION_TYPE_RESUME_JOB: _ClassVar[ActionType]
+    ACTION_TYPE_PATCH_JOB: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_SERVICE: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_PVC: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_WORKLOAD: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_POD_GROUP: _ClassVar[ActionType]
+    ACTION_TYPE_DELETE_WORKLOAD: _ClassVar[ActionType]
+    ACTION_TYPE_DELETE_POD_GROUP: _ClassVar[ActionType]
+    ACTION_TYPE_UPDATE_STATUS: _ClassVar[ActionType]
+    ACTION_TYPE_DELETE_JOB_SET: _ClassVar[ActionType]
+    ACTION_TYPE_EVENT: _ClassVar[ActionType]
+ACTION_TYPE_UNSPECIFIED: ActionType
+ACTION_TYPE_CREATE_JOB: ActionType
+ACTION_TYPE_DELETE_JOB: ActionType
+ACTION_TYPE_SUSPEND_JOB: ActionType
+ACTION_TYPE_RESUME_JOB: ActionType
+ACTION_TYPE_PATCH_JOB: ActionType
+ACTION_TYPE_CREATE_SERVICE: ActionType
+ACTION_TYPE_CREATE_PVC: ActionType
+ACTION_TYPE_CREATE_WORKLOAD: ActionType
+ACTION_TYPE_CREATE_POD_GROUP: ActionType
+ACTION_TYPE_DELETE_WORKLOAD: ActionType
+ACTION_TYPE_DELETE_POD_GROUP: ActionType
+ACTION_TYPE_UPDATE_STATUS: ActionType
+ACTION_TYPE_DELETE_JOB_SET: ActionType
+ACTION_TYPE_EVENT: ActionType
+
+class Options(_message.Message):
+    __slots__ = ("controller_name", "feature_gates")
+    class FeatureGatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bool
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bool] = ...) -> None: ...
+    CONTROLLER_NAME_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
+    controller_name: str
+    feature_gates: _containers.ScalarMap[str, bool]
+    def __init__(self, controller_name: _Optional[str] = ..., feature_gates: _Optional[_Mapping[str, bool]] = ...) -> None: ...
+
+class Condition(_message.Message):
+    __slots__ = ("type", "status", "reason", "message", "last_transition_time")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_transition_time: _Optional[str] = ...) -> None: ...
+
+class Toleration(_message.Message):
+    __slots__ = ("key", "operator", "value", "effect", "toleration_seconds")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
+
+class PodTemplateSummary(_message.Message):
+    __slots__ = ("labels", "annotations", "node_selector", "tolerations", "scheduling_gates")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class NodeSelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GATES_FIELD_NUMBER: _ClassVar[int]
+    labels: _containers.ScalarMap[str, str]
+    annotations: _containers.ScalarMap[str, str]
+    node_selector: _containers.ScalarMap[str, str]
+    tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
+    scheduling_gates: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ObservedJob(_message.Message):
+    __slots__ = ("name", "uid", "controller_uid", "labels", "annotations", "suspend", "parallelism", "completions", "active", "ready", "succeeded", "failed", "conditions", "creation_timestamp", "deletion_timestamp", "start_time", "pod_template", "resource_version")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_UID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    DELETION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    POD_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    uid: str
+    controller_uid: str
+    labels: _containers.ScalarMap[str, str]
+    annotations: _containers.ScalarMap[str, str]
+    suspend: bool
+    parallelism: int
+    completions: int
+    active: int
+    ready: int
+    succeeded: int
+    failed: int
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    creation_timestamp: str
+    deletion_timestamp: str
+    start_time: str
+    pod_template: PodTemplateSummary
+    resource_version: str
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., controller_uid: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., suspend: _Optional[bool] = ..., parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., active: _Optional[int] = ..., ready: _Optional[int] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., creation_timestamp: _Optional[str] = ..., deletion_timestamp: _Optional[str] = ..., start_time: _Optional[str] = ..., pod_template: _Optional[_Union[PodTemplateSummary, _Mapping]] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
+class ObservedObject(_message.Message):
+    __slots__ = ("api_version", "kind", "name", "uid", "controller_uid", "object_json")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_UID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller_uid: str
+    object_json: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., controller_uid: _Optional[str] = ..., object_json: _Optional[str] = ...) -> None: ...
+
+class ObservedPod(_message.Message):
+    __slots__ = ("name", "phase", "annotations", "max_container_restarts")
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONTAINER_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    phase: str
+    annotations: _containers.ScalarMap[str, str]
+    max_container_restarts: int
+    def __init__(self, name: _Optional[str] = ..., phase: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., max_container_restarts: _Optional[int] = ...) -> None: ...
+
+class DecideRequest(_message.Message):
+    __slots__ = ("jobset_json", "jobs", "objects", "pods", "now", "options")
+    JOBSET_JSON_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    jobset_json: str
+    jobs: _containers.RepeatedCompositeFieldContainer[ObservedJob]
+    objects: _containers.RepeatedCompositeFieldContainer[ObservedObject]
+    pods: _containers.RepeatedCompositeFieldContainer[ObservedPod]
+    now: _timestamp_pb2.Timestamp
+    options: Options
+    def __init__(self, jobset_json: _Optional[str] = ..., jobs: _Optional[_Iterable[_Union[ObservedJob, _Mapping]]] = ..., objects: _Optional[_Iterable[_Union[ObservedObject, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[ObservedPod, _Mapping]]] = ..., now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("type", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Action(_message.Message):
+    __slots__ = ("type", "name", "namespace", "api_version", "kind", "uid", "object_json", "patch_json", "clear_start_time", "propagation_policy", "reason", "event")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_START_TIME_FIELD_NUMBER: _ClassVar[int]
+    PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    type: ActionType
+    name: str
+    namespace: str
+    api_version: str
+    kind: str
+    uid: str
+    object_json: str
+    patch_json: str
+    clear_start_time: bool
+    propagation_policy: str
+    reason: str
+    event: Event
+    def __init__(self, type: _Optional[_Union[ActionType, str]] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., uid: _Optional[str] = ..., object_json: _Optional[str] = ..., patch_json: _Optional[str] = ..., clear_start_time: _Optional[bool] = ..., propagation_policy: _Optional[str] = ..., reason: _Optional[str] = ..., event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+
+class ReplicatedJobStatus(_message.Message):
+    __slots__ = ("name", "ready", "succeeded", "failed", "active", "suspended", "job_restarts", "job_restarts_count_towards_max")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    SUSPENDED_FIELD_NUMBER: _ClassVar[int]
+    JOB_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    JOB_RESTARTS_COUNT_TOWARDS_MAX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ready: int
+    succeeded: int
+    failed: int
+    active: int
+    suspended: int
+    job_restarts: _containers.RepeatedScalarFieldContainer[int]
+    job_restarts_count_towards_max: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., ready: _Optional[int] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., active: _Optional[int] = ..., suspended: _Optional[int] = ..., job_restarts: _Optional[_Iterable[int]] = ..., job_restarts_count_towards_max: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class JobSetStatus(_message.Message):
+    __slots__ = ("conditions", "restarts", "restarts_count_towards_max", "terminal_state", "replicated_jobs_status", "previous_in_place_restart_attempt", "current_in_place_restart_attempt")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_COUNT_TOWARDS_MAX_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    REPLICATED_JOBS_STATUS_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_IN_PLACE_RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_IN_PLACE_RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    restarts: int
+    restarts_count_towards_max: int
+    terminal_state: str
+    replicated_jobs_status: _containers.RepeatedCompositeFieldContainer[ReplicatedJobStatus]
+    previous_in_place_restart_attempt: int
+    current_in_place_restart_attempt: int
+    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., terminal_state: _Optional[str] = ..., replicated_jobs_status: _Optional[_Iterable[_Union[ReplicatedJobStatus, _Mapping]]] = ..., previous_in_place_restart_attempt: _Optional[int] = ..., current_in_place_restart_attempt: _Optional[int] = ...) -> None: ...
+
+class DecideResponse(_message.Message):
+    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version")
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REQUEUE_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    actions: _containers.RepeatedCompositeFieldContainer[Action]
+    status: JobSetStatus
+    requeue_after_seconds: int
+    explanation: _containers.RepeatedScalarFieldContainer[str]
+    resource_version: str
+    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
+class FieldError(_message.Message):
+    __slots__ = ("field", "message")
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    message: str
+    def __init__(self, field: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ValidateRequest(_message.Message):
+    __slots__ = ("object_json", "old_object_json", "options", "objects")
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    OLD_OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    object_json: str
+    old_object_json: str
+    options: Options
+    objects: _containers.RepeatedCompositeFieldContainer[ObservedObject]
+    def __init__(self, object_json: _Optional[str] = ..., old_object_json: _Optional[str] = ..., options: _Optional[_Union[Options, _Mapping]] = ..., objects: _Optional[_Iterable[_Union[ObservedObject, _Mapping]]] = ...) -> None: ...
+
+class ValidateResponse(_message.Message):
+    __slots__ = ("valid", "errors", "object_json")
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    valid: bool
+    errors: _containers.RepeatedCompositeFieldContainer[FieldError]
+    object_json: str
+    def __init__(self, valid: _Optional[bool] = ..., errors: _Optional[_Iterable[_Union[FieldError, _Mapping]]] = ..., object_json: _Optional[str] = ...) -> None: ...
