@@ -1,0 +1,66 @@
+"""Reading Kubernetes objects from YAML or JSON, as `kubectl get -o yaml|json` prints them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from decider_client.errors import ObservationError
+
+
+def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
+    """Every object in `text`: several YAML documents, a JSON document, or `kind: List`s of them.
+
+    Raises ObservationError with a one-line reason when the text is not YAML/JSON objects.
+    """
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ObservationError(source, f"not valid YAML or JSON{where}: {problem}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ObservationError(source, f"cannot be read: {exc}") from None
+    out: list[dict[str, Any]] = []
+    for i, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise ObservationError(f"{source}: document {i + 1}",
+                                   "must be a Kubernetes object (a mapping)")
+        if doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List")
+                                         and isinstance(doc.get("items"), list)):
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise ObservationError(f"{source}: document {i + 1}.items", "must be a list")
+            for j, item in enumerate(items):
+                if not isinstance(item, dict):
+                    raise ObservationError(f"{source}: document {i + 1}.items[{j}]",
+                                           "must be a Kubernetes object (a mapping)")
+                out.append(item)
+        else:
+            out.append(doc)
+    # Round-trip through JSON so YAML-only values (dates, non-string keys) cannot reach anything
+    # downstream in a form the API server would never send.
+    try:
+        return json.loads(json.dumps(out, default=_reject))
+    except ValueError as exc:
+        raise ObservationError(source, str(exc)) from None
+
+
+def _reject(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    raise ValueError(f"value of type {type(value).__name__} is not JSON")
+
+
+def split_jobset(objects: list[dict[str, Any]], source: str = "input"
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The one JobSet among `objects`, and the rest."""
+    jobsets = [o for o in objects if o.get("kind") == "JobSet"]
+    if len(jobsets) != 1:
+        raise ObservationError(source, f"must hold exactly one JobSet, found {len(jobsets)}")
+    return jobsets[0], [o for o in objects if o is not jobsets[0]]

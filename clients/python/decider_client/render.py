@@ -1,0 +1,111 @@
+"""DecideResponse -> the plan's JSON shape (design.md, "The decision").
+
+Every client prints plans through this one function, so a plan decided in-process and one
+fetched over gRPC print the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from decider.v1 import decider_pb2 as pb
+
+ACTION_NAMES = {
+    pb.ACTION_TYPE_CREATE_JOB: "CreateJob",
+    pb.ACTION_TYPE_DELETE_JOB: "DeleteJob",
+    pb.ACTION_TYPE_SUSPEND_JOB: "SuspendJob",
+    pb.ACTION_TYPE_RESUME_JOB: "ResumeJob",
+    pb.ACTION_TYPE_PATCH_JOB: "PatchJob",
+    pb.ACTION_TYPE_CREATE_SERVICE: "CreateService",
+    pb.ACTION_TYPE_CREATE_PVC: "CreatePVC",
+    pb.ACTION_TYPE_CREATE_WORKLOAD: "CreateWorkload",
+    pb.ACTION_TYPE_CREATE_POD_GROUP: "CreatePodGroup",
+    pb.ACTION_TYPE_DELETE_WORKLOAD: "DeleteWorkload",
+    pb.ACTION_TYPE_DELETE_POD_GROUP: "DeletePodGroup",
+    pb.ACTION_TYPE_UPDATE_STATUS: "UpdateStatus",
+    pb.ACTION_TYPE_DELETE_JOB_SET: "DeleteJobSet",
+    pb.ACTION_TYPE_EVENT: "Event",
+}
+ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
+
+
+def condition_to_dict(cond: pb.Condition) -> dict[str, Any]:
+    return {"type": cond.type, "status": cond.status,
+            "lastTransitionTime": cond.last_transition_time, "reason": cond.reason,
+            "message": cond.message}
+
+
+def status_to_dict(status: pb.JobSetStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "restarts": status.restarts,
+        "restartsCountTowardsMax": status.restarts_count_towards_max,
+        "terminalState": status.terminal_state,
+        "conditions": [condition_to_dict(cond) for cond in status.conditions],
+        "replicatedJobsStatus": [],
+    }
+    for rjs in status.replicated_jobs_status:
+        entry: dict[str, Any] = {"name": rjs.name, "ready": rjs.ready,
+                                 "succeeded": rjs.succeeded, "failed": rjs.failed,
+                                 "active": rjs.active, "suspended": rjs.suspended}
+        if rjs.job_restarts:
+            entry["jobRestarts"] = list(rjs.job_restarts)
+        if rjs.job_restarts_count_towards_max:
+            entry["jobRestartsCountTowardsMax"] = list(rjs.job_restarts_count_towards_max)
+        out["replicatedJobsStatus"].append(entry)
+    if status.HasField("previous_in_place_restart_attempt"):
+        out["previousInPlaceRestartAttempt"] = status.previous_in_place_restart_attempt
+    if status.HasField("current_in_place_restart_attempt"):
+        out["currentInPlaceRestartAttempt"] = status.current_in_place_restart_attempt
+    return out
+
+
+def action_to_dict(action: pb.Action) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ACTION_NAMES.get(action.type, "Unspecified"),
+                           "name": action.name}
+    if action.namespace:
+        out["namespace"] = action.namespace
+    if action.kind:
+        out["apiVersion"] = action.api_version
+        out["kind"] = action.kind
+    if action.uid:
+        out["uid"] = action.uid
+    if action.object_json:
+        out["object"] = json.loads(action.object_json)
+    if action.patch_json:
+        out["patch"] = json.loads(action.patch_json)
+    if action.clear_start_time:
+        out["clearStartTime"] = True
+    if action.propagation_policy:
+        out["propagationPolicy"] = action.propagation_policy
+    if action.HasField("event"):
+        out["event"] = {"type": action.event.type, "reason": action.event.reason,
+                        "message": action.event.message}
+    if action.reason:
+        out["reason"] = action.reason
+    return out
+
+
+def plan_to_dict(response: pb.DecideResponse) -> dict[str, Any]:
+    return {
+        "actions": [action_to_dict(a) for a in response.actions],
+        "status": status_to_dict(response.status),
+        "requeueAfterSeconds": response.requeue_after_seconds,
+        "explanation": list(response.explanation),
+    }
+
+
+def validation_to_dict(response: pb.ValidateResponse) -> dict[str, Any]:
+    if response.valid:
+        return {"valid": True, "object": json.loads(response.object_json or "null")}
+    return {"valid": False,
+            "errors": [{"field": e.field, "message": e.message} for e in response.errors]}
+
+
+def dumps(data: Any, fmt: str = "json") -> str:
+    """The CLI's one serialization: indented JSON, or YAML with keys in the same order."""
+    if fmt == "yaml":
+        import yaml
+
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

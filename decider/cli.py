@@ -1,0 +1,205 @@
+"""`decider serve | decide | validate`: the project's stable command-line surface.
+
+Exit codes: 0 success (validate: valid), 2 bad input or an invalid object (the message or the
+JSON on stdout names the field), 1 a server that could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from decider_client import observe, render
+from decider_client.documents import load_objects, split_jobset
+from decider_client.errors import ObservationError
+
+EXIT_INVALID = 2
+EXIT_UNAVAILABLE = 1
+
+
+class UsageError(Exception):
+    """Bad input: reported on one line, exit code 2."""
+
+
+def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
+    print(f"decider: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _read(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+
+
+def parse_gates(text: str | None) -> dict[str, bool]:
+    """`RestartJob=true,ElasticJobSet=false` -> {"RestartJob": True, "ElasticJobSet": False}."""
+    gates: dict[str, bool] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or value.strip().lower() not in ("true", "false"):
+            raise UsageError(f"--feature-gates: {item!r} is not NAME=true|false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
+def parse_now(text: str | None) -> datetime:
+    if not text:
+        return datetime.now(UTC)
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--now: {text!r} is not an RFC 3339 time "
+                         "(e.g. 2026-01-01T00:00:00Z)") from None
+    if t.tzinfo is None:
+        raise UsageError(f"--now: {text!r} has no time zone (add Z or an offset)")
+    return t.astimezone(UTC)
+
+
+def _call_remote(target: str, method: str, request: Any) -> Any:
+    import grpc
+    from decider_client import DeciderClient
+
+    with DeciderClient(target, timeout=30.0) as client:
+        try:
+            return getattr(client, method)(request)
+        except grpc.RpcError as exc:
+            code = exc.code()
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise UsageError(exc.details()) from None
+            _fail(f"{target}: {code.name}: {exc.details()}", EXIT_UNAVAILABLE)
+
+
+def _call_local(method: str, request: Any) -> Any:
+    from decider import convert
+    from decider.core.errors import InvalidInput
+
+    fn = convert.decide_response if method == "decide" else convert.validate_response
+    try:
+        return fn(request)
+    except InvalidInput as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    objects = load_objects(_read(args.file), args.file)
+    jobset, owned = split_jobset(objects, args.file)
+    request = observe.build_decide_request(
+        jobset, owned, parse_now(args.now), controller_name=args.controller_name,
+        feature_gates=parse_gates(args.feature_gates))
+    response = (_call_remote(args.server, "decide", request) if args.server
+                else _call_local("decide", request))
+    sys.stdout.write(render.dumps(render.plan_to_dict(response), args.output))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from decider.v1 import decider_pb2 as pb
+
+    objects = load_objects(_read(args.file), args.file)
+    jobset, others = split_jobset(objects, args.file)
+    request = pb.ValidateRequest(
+        object_json=json.dumps(jobset),
+        options=observe.options(feature_gates=parse_gates(args.feature_gates)),
+        objects=[observe.object_summary(o, f"objects[{i}]") for i, o in enumerate(others)
+                 if o.get("kind") == "PersistentVolumeClaim"],
+    )
+    if args.old:
+        old, _ = split_jobset(load_objects(_read(args.old), args.old), args.old)
+        request.old_object_json = json.dumps(old)
+    response = (_call_remote(args.server, "validate", request) if args.server
+                else _call_local("validate", request))
+    sys.stdout.write(render.dumps(render.validation_to_dict(response), args.output))
+    return 0 if response.valid else EXIT_INVALID
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from decider import server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    address = f"{args.host}:{args.port}"
+
+    def ready(port: int) -> None:
+        print(f"decider: serving decider.v1.Decider on {args.host}:{port}", flush=True)
+
+    try:
+        asyncio.run(server.serve(address, max_message_bytes=args.max_message_bytes,
+                                 grace=args.grace, on_ready=ready))
+    except OSError as exc:
+        raise UsageError(f"--port: {exc}") from None
+    except RuntimeError as exc:
+        if "bind" in str(exc).lower() or "address" in str(exc).lower():
+            raise UsageError(f"--port: cannot bind {address}: {exc}") from None
+        raise
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        _fail(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="decider", description="A stateless decider for Kubernetes JobSets.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    serve = sub.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=50051, help="port (default 50051; 0: any)")
+    serve.add_argument("--max-message-bytes", type=int, default=64 * 1024 * 1024,
+                       help="largest request/response in bytes (default 64 MiB)")
+    serve.add_argument("--grace", type=float, default=10.0,
+                       help="seconds in-flight RPCs get to finish on SIGTERM (default 10)")
+    serve.set_defaults(func=cmd_serve)
+
+    decide = sub.add_parser("decide", help="one reconcile pass: print the plan")
+    decide.add_argument("-f", "--file", required=True,
+                        help="YAML/JSON: one JobSet and the objects it owns ('-' for stdin)")
+    decide.add_argument("--now", help="the time of the decision, RFC 3339 (default: now)")
+    decide.add_argument("--feature-gates", help="e.g. RestartJob=true,ElasticJobSet=true")
+    decide.add_argument("--controller-name", default="",
+                        help="decide as this controller (default: upstream's "
+                             "jobset.sigs.k8s.io/jobset-controller)")
+    decide.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    decide.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    decide.set_defaults(func=cmd_decide)
+
+    validate = sub.add_parser("validate", help="admission: default and validate a JobSet")
+    validate.add_argument("-f", "--file", required=True, help="the JobSet ('-' for stdin)")
+    validate.add_argument("--old", help="the stored JobSet, to validate an update")
+    validate.add_argument("--feature-gates", help="e.g. RestartJob=true")
+    validate.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    validate.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    validate.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, ObservationError) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Which child Jobs belong to this attempt, and the replicatedJobsStatus they add up to.
+
+Attempt detection (upstream `getChildJobs`): a Job whose `restart-attempt` label is below
+`status.restarts` belongs to a previous attempt; with the RestartJob gate, so does a Job whose
+`job-restart-attempt` label is below its index's `jobRestarts` entry. The rest are active,
+successful or failed by their first finishing condition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from decider.core import constants as c
+from decider.core.errors import InvalidInput
+from decider.core.jobset import JobSet
+from decider.core.model import ObservedJob
+
+
+@dataclass(slots=True)
+class ChildJobs:
+    active: list[ObservedJob] = field(default_factory=list)
+    successful: list[ObservedJob] = field(default_factory=list)
+    failed: list[ObservedJob] = field(default_factory=list)
+    previous: list[ObservedJob] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+
+def _label_int(job: ObservedJob, index: int, key: str) -> int:
+    value = job.labels.get(key)
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput.at(f"jobs[{index}].labels[{key}]",
+                              f"job {job.name}: must be an integer, got {value!r}") from None
+
+
+def job_restarts(js: JobSet, status: dict[str, Any], rjob_name: str, key: str) -> list[int]:
+    """Per-index restart counters of a replicated Job; zeros when status has none yet."""
+    for rjs in status.get("replicatedJobsStatus") or ():
+        if rjs.get("name") == rjob_name and rjs.get(key):
+            return list(rjs[key])
+    return [0] * js._replicas_by_name.get(rjob_name, 0)
+
+
+def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
+             restart_job_gate: bool) -> ChildJobs:
+    out = ChildJobs()
+    restarts = int(status.get("restarts") or 0)
+    targets: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        # Owned means controlled by this JobSet's UID; a same-named JobSet's Jobs are not ours.
+        if job.controller_uid != js.uid:
+            continue
+        out.names.add(job.name)
+        if _label_int(job, i, c.RESTART_ATTEMPT) < restarts:
+            out.previous.append(job)
+            continue
+        if restart_job_gate:
+            rjob_name = job.labels.get(c.REPLICATED_JOB_NAME)
+            if rjob_name is None:
+                raise InvalidInput.at(f"jobs[{i}].labels[{c.REPLICATED_JOB_NAME}]",
+                                      f"job {job.name}: missing label")
+            if c.JOB_INDEX not in job.labels:
+                raise InvalidInput.at(f"jobs[{i}].labels[{c.JOB_INDEX}]",
+                                      f"job {job.name}: missing label")
+            idx = _label_int(job, i, c.JOB_INDEX)
+            # A Job from before the gate has no job-restart-attempt label: it stays current.
+            if c.JOB_RESTART_ATTEMPT in job.labels:
+                attempt = _label_int(job, i, c.JOB_RESTART_ATTEMPT)
+                if rjob_name not in targets:
+                    targets[rjob_name] = job_restarts(js, status, rjob_name, "jobRestarts")
+                target = targets[rjob_name]
+                if not 0 <= idx < len(target):
+                    raise InvalidInput.at(
+                        f"jobs[{i}].labels[{c.JOB_INDEX}]",
+                        f"job {job.name}: index {idx} is out of bounds for replicated job "
+                        f"{rjob_name}")
+                if attempt < target[idx]:
+                    out.previous.append(job)
+                    continue
+        state = job.finished()
+        if state == c.JOB_FAILED:
+            out.failed.append(job)
+        elif state == c.JOB_COMPLETE:
+            out.successful.append(job)
+        else:
+            out.active.append(job)
+    return out
+
+
+def _is_ready(job: ObservedJob, independent: bool) -> bool:
+    # A Job someone else suspended runs no pods; in Independent mode it is never Ready, even while
+    # its status still shows the pods it had (seed 000: a suspended dependency is not Ready).
+    if independent and job.suspend:
+        return False
+    pods = job.parallelism if job.parallelism is not None else 1
+    if job.completions is not None and job.completions < pods:
+        pods = job.completions
+    return job.succeeded + job.ready >= pods
+
+
+def replicated_jobs_status(js: JobSet, children: ChildJobs, status: dict[str, Any],
+                           restart_job_gate: bool) -> list[dict[str, Any]]:
+    """One entry per replicated Job, sorted by name descending as upstream persists them."""
+    counts: dict[str, dict[str, Any]] = {
+        rj.name: {"name": rj.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0,
+                  "suspended": 0} for rj in js.replicated_jobs}
+    for job in children.active:
+        entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME, ""))
+        if entry is None:
+            continue
+        if _is_ready(job, js.independent):
+            entry["ready"] += 1
+        if job.active > 0:
+            entry["active"] += 1
+        if job.suspend:
+            entry["suspended"] += 1
+    for key, jobs in (("succeeded", children.successful), ("failed", children.failed)):
+        for job in jobs:
+            entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME, ""))
+            if entry is not None:
+                entry[key] += 1
+    if restart_job_gate:
+        old = {e.get("name"): e for e in status.get("replicatedJobsStatus") or ()}
+        for name, entry in counts.items():
+            for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
+                values = (old.get(name) or {}).get(key)
+                if values:
+                    entry[key] = list(values)
+    return sorted(counts.values(), key=lambda e: e["name"], reverse=True)
+
+
+def _normalized(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    keys = ("name", "ready", "succeeded", "failed", "active", "suspended")
+    return sorted(
+        (tuple(e.get(k) or 0 for k in keys)
+         + (tuple(e.get("jobRestarts") or ()), tuple(e.get("jobRestartsCountTowardsMax") or ())))
+        for e in entries)
+
+
+def statuses_equal(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
+    """Order-insensitive comparison, as upstream's equality check."""
+    return _normalized(old) == _normalized(new)
+
+
+def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in entries}

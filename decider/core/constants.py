@@ -1,0 +1,125 @@
+"""Upstream JobSet's names: labels, annotations, condition types, reasons and messages.
+
+Tools outside this project (kubectl, Kueue, dashboards) match on these strings, so they are
+spelled exactly as kubernetes-sigs/jobset v0.12 spells them, and live in one place.
+"""
+
+from __future__ import annotations
+
+GROUP = "jobset.x-k8s.io"
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KIND = "JobSet"
+UPSTREAM_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+
+_P = "jobset.sigs.k8s.io/"
+JOBSET_NAME = _P + "jobset-name"
+JOBSET_UID = _P + "jobset-uid"
+REPLICATED_JOB_NAME = _P + "replicatedjob-name"
+REPLICATED_JOB_REPLICAS = _P + "replicatedjob-replicas"
+GLOBAL_REPLICAS = _P + "global-replicas"
+JOB_INDEX = _P + "job-index"
+JOB_GLOBAL_INDEX = _P + "job-global-index"
+JOB_KEY = _P + "job-key"
+GROUP_NAME = _P + "group-name"
+GROUP_REPLICAS = _P + "group-replicas"
+JOB_GROUP_INDEX = _P + "job-group-index"
+RESTART_ATTEMPT = _P + "restart-attempt"
+JOB_RESTART_ATTEMPT = _P + "job-restart-attempt"
+COORDINATOR = _P + "coordinator"
+IN_PLACE_RESTART_ATTEMPT = _P + "in-place-restart-attempt"
+
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
+NAMESPACED_JOB = "alpha.jobset.sigs.k8s.io/namespaced-job"
+NO_SCHEDULE_TAINT = "alpha.jobset.sigs.k8s.io/no-schedule"
+
+# Per-Job independent suspend (seed 000): the KEP-1172 PR's release note spelling, and the
+# older spelling from the KEP text; either hands each child Job's spec.suspend to someone else.
+RECONCILIATION_MODE = _P + "reconciliation-mode"
+RECONCILIATION_MODE_INDEPENDENT = "Independent"
+SKIP_SUSPEND_RECONCILIATION = _P + "skip-suspend-reconciliation"
+
+# Feature gates and their upstream defaults.
+GATE_RESTART_JOB = "RestartJob"
+GATE_IN_PLACE_RESTART = "InPlaceRestart"
+GATE_ELASTIC_JOBSET = "ElasticJobSet"
+GATE_TLS_OPTIONS = "TLSOptions"
+GATE_DEFAULTS: dict[str, bool] = {
+    GATE_IN_PLACE_RESTART: False,
+    GATE_RESTART_JOB: False,
+    GATE_ELASTIC_JOBSET: False,
+    GATE_TLS_OPTIONS: True,
+}
+
+# Condition types.
+COMPLETED = "Completed"
+FAILED = "Failed"
+SUSPENDED = "Suspended"
+STARTUP_IN_PROGRESS = "StartupPolicyInProgress"
+STARTUP_COMPLETED = "StartupPolicyCompleted"
+RESTARTING = "RestartingJobSet"
+
+# Failure policy actions.
+FAIL_JOBSET = "FailJobSet"
+RESTART_JOBSET = "RestartJobSet"
+RESTART_JOBSET_IGNORE_MAX = "RestartJobSetAndIgnoreMaxRestarts"
+RESTART_JOB = "RestartJob"
+RESTART_JOB_IGNORE_MAX = "RestartJobAndIgnoreMaxRestarts"
+FAILURE_ACTIONS = (
+    FAIL_JOBSET,
+    RESTART_JOBSET,
+    RESTART_JOBSET_IGNORE_MAX,
+    RESTART_JOB,
+    RESTART_JOB_IGNORE_MAX,
+)
+
+# Restart strategies.
+RECREATE = "Recreate"
+BLOCKING_RECREATE = "BlockingRecreate"
+IN_PLACE_RESTART = "InPlaceRestart"
+
+# Reasons.
+REASON_ALL_JOBS_COMPLETED = "AllJobsCompleted"
+REASON_FAILED_JOBS = "FailedJobs"
+REASON_FAIL_JOBSET_ACTION = "FailJobSetFailurePolicyAction"
+REASON_REACHED_MAX_RESTARTS = "ReachedMaxRestarts"
+REASON_SUSPENDED_JOBS = "SuspendedJobs"
+REASON_RESUME_JOBS = "ResumeJobs"
+REASON_IN_ORDER_IN_PROGRESS = "InOrderStartupPolicyInProgress"
+REASON_IN_ORDER_COMPLETED = "InOrderStartupPolicyCompleted"
+REASON_DEFAULT_FAILURE_POLICY = "DefaultFailurePolicy"
+REASON_RULE_PREFIX = "FailurePolicy_"
+REASON_JOBS_READY = "JobsReady"
+REASON_JOBSET_FAILED = "JobSetFailed"
+REASON_JOBSET_COMPLETED = "JobSetCompleted"
+REASON_JOBSET_SUSPENDED = "JobSetSuspended"
+
+# Messages.
+MSG_COMPLETED = "jobset completed successfully"
+MSG_SUSPENDED = "jobset is suspended"
+MSG_RESUMED = "jobset is resumed"
+MSG_IN_ORDER_IN_PROGRESS = "in order startup policy is in progress"
+MSG_IN_ORDER_COMPLETED = "in order startup policy has completed"
+MSG_JOBS_READY = "all jobs are ready"
+MSG_JOBSET_FAILED = "jobset failed"
+MSG_REACHED_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
+
+# Job conditions (batch/v1).
+JOB_COMPLETE = "Complete"
+JOB_FAILED = "Failed"
+
+# Event types.
+NORMAL = "Normal"
+WARNING = "Warning"
+
+# Upstream's allowed values of onJobFailureReasons (batch/v1 Job failure reasons).
+JOB_FAILURE_REASONS = (
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "FailedIndexes",
+    "MaxFailedIndexesExceeded",
+    "PodFailurePolicy",
+)
+
+FOREGROUND = "Foreground"
+BACKGROUND = "Background"

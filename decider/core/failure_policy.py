@@ -1,0 +1,215 @@
+"""Failure policy: what a failed child Job does to its JobSet (upstream failure_policy.go).
+
+- No failure policy: the JobSet fails at once (reason FailedJobs).
+- Rules are tried in order; the first rule that some failed Job satisfies wins, and among the
+  Jobs that satisfy it the one whose Failed condition is earliest is "the first failed job".
+- A rule is satisfied when the Job's failure reason is listed (or none are), a message pattern
+  is found anywhere in the failure message (or none are given), and the Job's replicated Job is a
+  target (or none are). A Job without a replicated-Job label satisfies no rule.
+- No rule matched: RestartJobSet on the globally earliest failure (reason DefaultFailurePolicy).
+- Restart budget: restartsCountTowardsMax, plus every per-Job counter under the RestartJob gate.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from decider.core import conditions
+from decider.core import constants as c
+from decider.core.children import job_restarts
+from decider.core.errors import InvalidInput
+from decider.core.jobset import FailureRule
+from decider.core.model import JobCondition, ObservedJob
+from decider.core.state import PassState, parse_time
+
+
+def _failure(job: ObservedJob) -> JobCondition | None:
+    for cond in job.conditions:
+        if cond.type == c.JOB_FAILED and cond.status == "True":
+            return cond
+    return None
+
+
+def _failure_key(cond: JobCondition) -> tuple[int, datetime]:
+    # A Failed condition with no time sorts first, as a zero metav1.Time does in Go.
+    t = parse_time(cond.last_transition_time)
+    return (0, datetime.min) if t is None else (1, t.replace(tzinfo=None))
+
+
+def first_failed(jobs: list[ObservedJob],
+                 accept: object = None) -> tuple[ObservedJob | None, JobCondition | None]:
+    """The Job whose Failed condition is strictly earliest; ties keep list order."""
+    best: ObservedJob | None = None
+    best_cond: JobCondition | None = None
+    for job in jobs:
+        cond = _failure(job)
+        if cond is None or (accept is not None and not accept(job, cond)):  # type: ignore[operator]
+            continue
+        if best_cond is None or _failure_key(cond) < _failure_key(best_cond):
+            best, best_cond = job, cond
+    return best, best_cond
+
+
+def rule_applies(rule: FailureRule, job: ObservedJob, cond: JobCondition) -> bool:
+    if rule.reasons and cond.reason not in rule.reasons:
+        return False
+    if rule.patterns and not any(p is not None and p.search(cond.message or "")
+                                 for p in rule.patterns):
+        return False
+    rjob = job.labels.get(c.REPLICATED_JOB_NAME, "")
+    if not rjob:
+        return False
+    return not rule.targets or rjob in rule.targets
+
+
+def _with_first_failed(message: str, job: ObservedJob) -> str:
+    return f"{message} (first failed job: {job.name})"
+
+
+def total_restarts_count_towards_max(st: PassState) -> int:
+    total = st.restarts_count_towards_max
+    for rjs in st.status.get("replicatedJobsStatus") or ():
+        total += sum(rjs.get("jobRestartsCountTowardsMax") or ())
+    return total
+
+
+def execute(st: PassState, failed: list[ObservedJob]) -> None:
+    """Apply the failure policy to the current attempt's failed Jobs."""
+    js = st.js
+    policy = js.failure_policy
+    if policy is None:
+        job, _ = first_failed(failed)
+        assert job is not None
+        conditions.set_failed(st, c.REASON_FAILED_JOBS, _with_first_failed(
+            "jobset failed due to one or more job failures", job))
+        st.explain(f"job {job.name} failed and the JobSet has no failure policy: "
+                   "the JobSet fails (FailedJobs)")
+        return
+
+    rule: FailureRule | None = None
+    job: ObservedJob | None = None
+    for candidate in policy.rules:
+        job, _ = first_failed(failed, lambda j, cond, r=candidate: rule_applies(r, j, cond))
+        if job is not None:
+            rule = candidate
+            break
+    if rule is None:
+        action = c.RESTART_JOBSET
+        job, _ = first_failed(failed)
+        assert job is not None
+        st.explain(f"job {job.name} failed; no failure policy rule matched; "
+                   f"default action {action}")
+    else:
+        assert job is not None
+        action = rule.action
+        cond = _failure(job)
+        st.explain(f"job {job.name} failed with reason {cond.reason if cond else ''!s}; "
+                   f"rule '{rule.name}' matched; action {action}")
+    _APPLIERS[action](st, job, rule)
+
+
+def _fail_jobset(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
+    conditions.set_failed(st, c.REASON_FAIL_JOBSET_ACTION, _with_first_failed(
+        "applying FailJobSet failure policy action", job))
+
+
+def _budget_exhausted(st: PassState, include_job_restarts: bool) -> bool:
+    policy = st.js.failure_policy
+    assert policy is not None
+    if include_job_restarts and total_restarts_count_towards_max(st) >= policy.max_restarts:
+        return True
+    return st.restarts_count_towards_max >= policy.max_restarts
+
+
+def _fail_reached_max(st: PassState, job: ObservedJob) -> None:
+    conditions.set_failed(st, c.REASON_REACHED_MAX_RESTARTS,
+                          _with_first_failed(c.MSG_REACHED_MAX_RESTARTS, job))
+    max_restarts = st.js.failure_policy.max_restarts if st.js.failure_policy else 0
+    st.explain(f"the restart budget (maxRestarts {max_restarts}) is spent: "
+               "the JobSet fails (ReachedMaxRestarts)")
+
+
+def _recreate_all(st: PassState, job: ObservedJob, rule: FailureRule | None,
+                  action: str, counts: bool) -> None:
+    message = _with_first_failed(f"applying {action} failure policy action", job)
+    st.status["restarts"] = st.restarts + 1
+    if counts:
+        st.status["restartsCountTowardsMax"] = st.restarts_count_towards_max + 1
+    st.dirty = True
+    reason = c.REASON_RULE_PREFIX + rule.name if rule else c.REASON_DEFAULT_FAILURE_POLICY
+    conditions.set_condition(st, c.RESTARTING, "True", reason, message, c.WARNING)
+    st.enqueue_event(c.WARNING, action + "FailurePolicyAction", message)
+    st.explain(f"restart attempt {st.restarts} recorded; every Job of attempt {st.restarts - 1} "
+               "will be deleted and recreated")
+
+
+def _restart_jobset(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
+    if _budget_exhausted(st, st.gate(c.GATE_RESTART_JOB)):
+        _fail_reached_max(st, job)
+        return
+    _recreate_all(st, job, rule, c.RESTART_JOBSET, counts=True)
+
+
+def _restart_jobset_ignore_max(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
+    _recreate_all(st, job, rule, c.RESTART_JOBSET_IGNORE_MAX, counts=False)
+
+
+def _recreate_job(st: PassState, job: ObservedJob, action: str, counts: bool) -> None:
+    rjob_name = job.labels.get(c.REPLICATED_JOB_NAME)
+    if rjob_name is None:
+        raise InvalidInput.at(f"jobs[{job.name}].labels[{c.REPLICATED_JOB_NAME}]",
+                              f"failed job {job.name} is missing the label")
+    raw_index = job.labels.get(c.JOB_INDEX)
+    try:
+        index = int(raw_index)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput.at(f"jobs[{job.name}].labels[{c.JOB_INDEX}]",
+                              f"failed job {job.name} has an invalid job index {raw_index!r}"
+                              ) from None
+    entry = next((e for e in st.status.get("replicatedJobsStatus") or ()
+                  if e.get("name") == rjob_name), None)
+    keys = ["jobRestarts"] + (["jobRestartsCountTowardsMax"] if counts else [])
+    for key in keys:
+        values = job_restarts(st.js, st.status, rjob_name, key)
+        if not 0 <= index < len(values):
+            raise InvalidInput.at(f"jobs[{job.name}].labels[{c.JOB_INDEX}]",
+                                  f"failed job {job.name} has index {index} out of bounds for "
+                                  f"replicated job {rjob_name} (replicas: {len(values)})")
+        values[index] += 1
+        if entry is not None:
+            entry[key] = values
+    st.dirty = True
+    message = _with_first_failed(f"applying {action} failure policy action", job)
+    st.enqueue_event(c.WARNING, action + "FailurePolicyAction", message)
+    attempt = job_restarts(st.js, st.status, rjob_name, "jobRestarts")[index]
+    st.explain(f"job {job.name} alone will be deleted and recreated (job restart attempt "
+               f"{attempt})")
+
+
+def _gate_required(st: PassState, action: str) -> None:
+    if not st.gate(c.GATE_RESTART_JOB):
+        raise InvalidInput.at("spec.failurePolicy.rules",
+                              f"{action} failure policy action cannot be used when the feature "
+                              "gate RestartJob is disabled")
+
+
+def _restart_job(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
+    _gate_required(st, c.RESTART_JOB)
+    if total_restarts_count_towards_max(st) >= st.js.failure_policy.max_restarts:  # type: ignore[union-attr]
+        _fail_reached_max(st, job)
+        return
+    _recreate_job(st, job, c.RESTART_JOB, counts=True)
+
+
+def _restart_job_ignore_max(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
+    _gate_required(st, c.RESTART_JOB_IGNORE_MAX)
+    _recreate_job(st, job, c.RESTART_JOB_IGNORE_MAX, counts=False)
+
+
+_APPLIERS = {
+    c.FAIL_JOBSET: _fail_jobset,
+    c.RESTART_JOBSET: _restart_jobset,
+    c.RESTART_JOBSET_IGNORE_MAX: _restart_jobset_ignore_max,
+    c.RESTART_JOB: _restart_job,
+    c.RESTART_JOB_IGNORE_MAX: _restart_job_ignore_max,
+}

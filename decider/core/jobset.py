@@ -1,0 +1,341 @@
+"""A typed, defaulted view of the JobSet a decision reads.
+
+The API server may hand the controller a JobSet that its webhook never defaulted (the CRD alone
+defaults only replicas and groupName), so absent fields read as the webhook would have set them:
+network DNS hostnames on, success policy All, startup policy AnyOrder. A JobSet that went through
+the webhook reads the same. Anything of the wrong shape raises InvalidInput naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from decider.core import constants as c
+from decider.core.errors import InvalidInput
+
+_INT32_MAX = 2**31 - 1
+
+
+def _map(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput.at(path, "must be an object")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput.at(path, "must be a list")
+    return value
+
+
+def _str(value: Any, path: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InvalidInput.at(path, "must be a string")
+    return value
+
+
+def _int(value: Any, path: str, default: int | None = None, minimum: int | None = None) -> Any:
+    if value is None:
+        return default
+    # bool is an int in Python but never in JSON schema.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput.at(path, "must be an integer")
+    if minimum is not None and value < minimum:
+        raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
+    if value > _INT32_MAX:
+        raise InvalidInput.at(path, f"must be less than or equal to {_INT32_MAX}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool | None:
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise InvalidInput.at(path, "must be a boolean")
+    return value
+
+
+def _str_map(value: Any, path: str) -> dict[str, str]:
+    out = _map(value, path)
+    for k, v in out.items():
+        if not isinstance(v, str):
+            raise InvalidInput.at(f"{path}[{k}]", "must be a string")
+    return out
+
+
+def _enum(value: Any, path: str, allowed: tuple[str, ...], default: str) -> str:
+    s = _str(value, path, default)
+    if s not in allowed:
+        raise InvalidInput.at(path, f'unsupported value "{s}": supported values: '
+                              + ", ".join(f'"{a}"' for a in allowed))
+    return s
+
+
+@dataclass(slots=True)
+class DependsOn:
+    name: str
+    status: str  # "Ready" | "Complete"
+
+
+@dataclass(slots=True)
+class ReplicatedJob:
+    name: str
+    group_name: str
+    replicas: int
+    template: dict[str, Any]  # JobTemplateSpec, copied opaquely into child Jobs
+    depends_on: list[DependsOn]
+    parallelism: int | None
+    completions: int | None
+    indexed: bool
+
+
+@dataclass(slots=True)
+class FailureRule:
+    name: str
+    action: str
+    reasons: list[str]
+    patterns: list[re.Pattern[str] | None]  # None: a pattern that does not compile never matches
+    targets: list[str]
+
+
+@dataclass(slots=True)
+class FailurePolicy:
+    max_restarts: int
+    restart_strategy: str
+    rules: list[FailureRule]
+
+
+@dataclass(slots=True)
+class Coordinator:
+    replicated_job: str
+    job_index: int
+    pod_index: int
+
+
+@dataclass(slots=True)
+class JobSet:
+    raw: dict[str, Any]
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    deletion_timestamp: str
+    replicated_jobs: list[ReplicatedJob]
+    dns_hostnames: bool
+    subdomain: str
+    publish_not_ready: bool
+    success_operator: str
+    success_targets: list[str]
+    failure_policy: FailurePolicy | None
+    in_order: bool
+    suspend: bool
+    managed_by: str | None
+    coordinator: Coordinator | None
+    ttl_seconds_after_finished: int | None
+    volume_claim_policies: list[dict[str, Any]]
+    status: dict[str, Any]
+    independent: bool = False
+    _replicas_by_name: dict[str, int] = field(default_factory=dict)
+
+    def rjob(self, name: str) -> ReplicatedJob | None:
+        for rj in self.replicated_jobs:
+            if rj.name == name:
+                return rj
+        return None
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(rj.replicas for rj in self.replicated_jobs)
+
+
+def is_independent(annotations: dict[str, str]) -> bool:
+    """Per-Job independent suspend (seed 000): either spelling of the annotation."""
+    return (annotations.get(c.RECONCILIATION_MODE) == c.RECONCILIATION_MODE_INDEPENDENT
+            or annotations.get(c.SKIP_SUSPEND_RECONCILIATION) == "true")
+
+
+def _compile(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
+    item = _map(item, path)
+    name = _str(item.get("name"), f"{path}.name")
+    if not name:
+        raise InvalidInput.at(f"{path}.name", "Required value")
+    template = item.get("template")
+    if template is None:
+        raise InvalidInput.at(f"{path}.template", "Required value")
+    template = _map(template, f"{path}.template")
+    tspec = _map(template.get("spec"), f"{path}.template.spec")
+    _map(tspec.get("template"), f"{path}.template.spec.template")
+    deps = []
+    for j, d in enumerate(_list(item.get("dependsOn"), f"{path}.dependsOn")):
+        dpath = f"{path}.dependsOn[{j}]"
+        d = _map(d, dpath)
+        deps.append(DependsOn(
+            name=_str(d.get("name"), f"{dpath}.name"),
+            status=_enum(d.get("status"), f"{dpath}.status", ("Ready", "Complete"), "Ready"),
+        ))
+    mode = _str(tspec.get("completionMode"), f"{path}.template.spec.completionMode", "Indexed")
+    return ReplicatedJob(
+        name=name,
+        group_name=_str(item.get("groupName"), f"{path}.groupName") or "default",
+        replicas=_int(item.get("replicas"), f"{path}.replicas", 1, minimum=0),
+        template=template,
+        depends_on=deps,
+        parallelism=_int(tspec.get("parallelism"), f"{path}.template.spec.parallelism",
+                         minimum=0),
+        completions=_int(tspec.get("completions"), f"{path}.template.spec.completions",
+                         minimum=0),
+        indexed=mode == "Indexed",
+    )
+
+
+def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
+    if value is None:
+        return None
+    fp = _map(value, path)
+    rules = []
+    for i, r in enumerate(_list(fp.get("rules"), f"{path}.rules")):
+        rpath = f"{path}.rules[{i}]"
+        r = _map(r, rpath)
+        patterns = [_str(p, f"{rpath}.onJobFailureMessagePatterns[{j}]") for j, p in
+                    enumerate(_list(r.get("onJobFailureMessagePatterns"),
+                                    f"{rpath}.onJobFailureMessagePatterns"))]
+        if r.get("action") is None:
+            raise InvalidInput.at(f"{rpath}.action", "Required value")
+        rules.append(FailureRule(
+            # The webhook names unnamed rules; a JobSet that skipped it reads the same.
+            name=_str(r.get("name"), f"{rpath}.name") or f"failurePolicyRule{i}",
+            action=_enum(r.get("action"), f"{rpath}.action", c.FAILURE_ACTIONS, ""),
+            reasons=[_str(x, f"{rpath}.onJobFailureReasons[{j}]") for j, x in
+                     enumerate(_list(r.get("onJobFailureReasons"),
+                                     f"{rpath}.onJobFailureReasons"))],
+            patterns=[_compile(p) for p in patterns],
+            targets=[_str(x, f"{rpath}.targetReplicatedJobs[{j}]") for j, x in
+                     enumerate(_list(r.get("targetReplicatedJobs"),
+                                     f"{rpath}.targetReplicatedJobs"))],
+        ))
+    return FailurePolicy(
+        max_restarts=_int(fp.get("maxRestarts"), f"{path}.maxRestarts", 0, minimum=0),
+        restart_strategy=_enum(fp.get("restartStrategy"), f"{path}.restartStrategy",
+                               (c.RECREATE, c.BLOCKING_RECREATE, c.IN_PLACE_RESTART), c.RECREATE),
+        rules=rules,
+    )
+
+
+def parse_jobset(obj: Any) -> JobSet:
+    """Read a JobSet object (as the API server serves it) into the typed, defaulted view."""
+    if not isinstance(obj, dict):
+        raise InvalidInput.at("jobset", "must be a JSON object")
+    kind = obj.get("kind")
+    if kind != c.KIND:
+        raise InvalidInput.at("kind", f'must be "{c.KIND}", got {kind!r}')
+    api_version = obj.get("apiVersion")
+    if api_version != c.API_VERSION:
+        raise InvalidInput.at("apiVersion", f'must be "{c.API_VERSION}", got {api_version!r}')
+    meta = _map(obj.get("metadata"), "metadata")
+    name = _str(meta.get("name"), "metadata.name")
+    if not name:
+        raise InvalidInput.at("metadata.name", "Required value")
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+
+    rjobs = [_parse_rjob(item, f"spec.replicatedJobs[{i}]")
+             for i, item in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs"))]
+    seen: set[str] = set()
+    for i, rj in enumerate(rjobs):
+        if rj.name in seen:
+            raise InvalidInput.at(f"spec.replicatedJobs[{i}].name", f'duplicate value "{rj.name}"')
+        seen.add(rj.name)
+
+    network = _map(spec.get("network"), "spec.network")
+    dns = _bool(network.get("enableDNSHostnames"), "spec.network.enableDNSHostnames")
+    publish = _bool(network.get("publishNotReadyAddresses"),
+                    "spec.network.publishNotReadyAddresses")
+    success = _map(spec.get("successPolicy"), "spec.successPolicy")
+    startup = _map(spec.get("startupPolicy"), "spec.startupPolicy")
+    coord_raw = spec.get("coordinator")
+    coordinator = None
+    if coord_raw is not None:
+        cr = _map(coord_raw, "spec.coordinator")
+        coordinator = Coordinator(
+            replicated_job=_str(cr.get("replicatedJob"), "spec.coordinator.replicatedJob"),
+            job_index=_int(cr.get("jobIndex"), "spec.coordinator.jobIndex", 0),
+            pod_index=_int(cr.get("podIndex"), "spec.coordinator.podIndex", 0),
+        )
+    managed_by = spec.get("managedBy")
+    if managed_by is not None:
+        managed_by = _str(managed_by, "spec.managedBy")
+    vcps = [_map(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
+            enumerate(_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
+    _validate_status(status)
+
+    js = JobSet(
+        raw=obj,
+        name=name,
+        namespace=_str(meta.get("namespace"), "metadata.namespace", "default") or "default",
+        uid=_str(meta.get("uid"), "metadata.uid"),
+        resource_version=_str(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        labels=_str_map(meta.get("labels"), "metadata.labels"),
+        annotations=annotations,
+        deletion_timestamp=_str(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+        replicated_jobs=rjobs,
+        # Upstream skips the Service when enableDNSHostnames is nil; the webhook sets it true, so
+        # only an explicit false turns DNS off here.
+        dns_hostnames=dns is not False,
+        subdomain=_str(network.get("subdomain"), "spec.network.subdomain") or name,
+        publish_not_ready=publish is not False,
+        success_operator=_enum(success.get("operator"), "spec.successPolicy.operator",
+                               ("All", "Any"), "All"),
+        success_targets=[_str(x, f"spec.successPolicy.targetReplicatedJobs[{i}]") for i, x in
+                         enumerate(_list(success.get("targetReplicatedJobs"),
+                                         "spec.successPolicy.targetReplicatedJobs"))],
+        failure_policy=_parse_failure_policy(spec.get("failurePolicy"), "spec.failurePolicy"),
+        in_order=_enum(startup.get("startupPolicyOrder"), "spec.startupPolicy.startupPolicyOrder",
+                       ("AnyOrder", "InOrder"), "AnyOrder") == "InOrder",
+        suspend=bool(_bool(spec.get("suspend"), "spec.suspend")),
+        managed_by=managed_by,
+        coordinator=coordinator,
+        ttl_seconds_after_finished=_int(spec.get("ttlSecondsAfterFinished"),
+                                        "spec.ttlSecondsAfterFinished", minimum=0),
+        volume_claim_policies=vcps,
+        status=status,
+        independent=is_independent(annotations),
+    )
+    js._replicas_by_name = {rj.name: rj.replicas for rj in rjobs}
+    return js
+
+
+def _validate_status(status: dict[str, Any]) -> None:
+    for key in ("restarts", "restartsCountTowardsMax"):
+        _int(status.get(key), f"status.{key}", 0, minimum=0)
+    _str(status.get("terminalState"), "status.terminalState")
+    for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
+        cpath = f"status.conditions[{i}]"
+        cond = _map(cond, cpath)
+        for key in ("type", "status", "reason", "message", "lastTransitionTime"):
+            _str(cond.get(key), f"{cpath}.{key}")
+    for i, rjs in enumerate(_list(status.get("replicatedJobsStatus"),
+                                  "status.replicatedJobsStatus")):
+        rpath = f"status.replicatedJobsStatus[{i}]"
+        rjs = _map(rjs, rpath)
+        _str(rjs.get("name"), f"{rpath}.name")
+        for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
+            for j, v in enumerate(_list(rjs.get(key), f"{rpath}.{key}")):
+                _int(v, f"{rpath}.{key}[{j}]", minimum=0)

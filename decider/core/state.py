@@ -1,0 +1,77 @@
+"""The working state of one reconcile pass: the status being built and the plan so far."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from decider.core.jobset import JobSet
+from decider.core.model import Action, Event, Observed, Options
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 at second precision in UTC, as metav1.Time serializes."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class PassState:
+    js: JobSet
+    observed: Observed
+    status: dict[str, Any]
+    now_str: str
+    dirty: bool = False
+    actions: list[Action] = field(default_factory=list)
+    # Events tied to a status change: upstream records them only after the status write.
+    status_events: list[Event] = field(default_factory=list)
+    explanation: list[str] = field(default_factory=list)
+    requeue_after_seconds: int = 0
+
+    @classmethod
+    def start(cls, js: JobSet, observed: Observed) -> PassState:
+        status = copy.deepcopy(js.status)
+        status.setdefault("restarts", 0)
+        return cls(js=js, observed=observed, status=status, now_str=format_time(observed.now))
+
+    @property
+    def options(self) -> Options:
+        return self.observed.options
+
+    @property
+    def now(self) -> datetime:
+        return self.observed.now
+
+    def gate(self, name: str) -> bool:
+        return self.observed.options.gate(name)
+
+    def explain(self, sentence: str) -> None:
+        self.explanation.append(sentence)
+
+    def act(self, action: Action) -> None:
+        if not action.namespace:
+            action.namespace = self.js.namespace
+        self.actions.append(action)
+
+    def enqueue_event(self, type_: str, reason: str, message: str) -> None:
+        self.status_events.append(Event(type=type_, reason=reason, message=message))
+
+    # Status counters, read with upstream's zero defaults.
+    @property
+    def restarts(self) -> int:
+        return int(self.status.get("restarts") or 0)
+
+    @property
+    def restarts_count_towards_max(self) -> int:
+        return int(self.status.get("restartsCountTowardsMax") or 0)

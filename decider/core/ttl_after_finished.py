@@ -1,0 +1,45 @@
+"""TTL after finished: a finished JobSet is deleted ttlSecondsAfterFinished after it finished.
+
+The finish time is the lastTransitionTime of the first True Completed or Failed condition. Before
+the deadline the pass asks to be requeued for the time left (rounded up to whole seconds, so the
+next pass does not come early); at or after it, the JobSet is deleted in the foreground.
+"""
+
+from __future__ import annotations
+
+import math
+
+from decider.core import constants as c
+from decider.core.errors import InvalidInput
+from decider.core.model import Action
+from decider.core.state import PassState, parse_time
+
+
+def execute(st: PassState) -> None:
+    js = st.js
+    ttl = js.ttl_seconds_after_finished
+    if ttl is None or js.deletion_timestamp:
+        return
+    for i, cond in enumerate(st.status.get("conditions") or ()):
+        if cond.get("type") in (c.COMPLETED, c.FAILED) and cond.get("status") == "True":
+            finished_at = parse_time(cond.get("lastTransitionTime") or "")
+            if finished_at is None:
+                raise InvalidInput.at(
+                    f"status.conditions[{i}].lastTransitionTime",
+                    f"unable to find the time when the JobSet {js.namespace}/{js.name} finished")
+            break
+    else:
+        raise InvalidInput.at("status.conditions",
+                              f"unable to find the status of the finished JobSet "
+                              f"{js.namespace}/{js.name}")
+    remaining = (finished_at - st.now).total_seconds() + ttl
+    if remaining <= 0:
+        st.act(Action(type="DeleteJobSet", name=js.name, api_version=c.API_VERSION,
+                      kind=c.KIND, uid=js.uid, propagation_policy=c.FOREGROUND,
+                      reason=f"ttlSecondsAfterFinished ({ttl}s) has passed since the JobSet "
+                             "finished"))
+        st.explain(f"the JobSet finished {int(ttl - remaining)}s ago and its TTL is {ttl}s: "
+                   "delete it")
+        return
+    st.requeue_after_seconds = math.ceil(remaining)
+    st.explain(f"the JobSet is finished; its TTL expires in {st.requeue_after_seconds}s")
