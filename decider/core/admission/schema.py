@@ -1,0 +1,352 @@
+"""The CRD's structural schema, as far as JobSet's own fields go: types, required fields,
+enums, minimums, maxItems, list-map keys; plus the type meta and object meta checks the API
+server applies to every custom resource.
+
+The embedded batch/v1 Job template is checked only where JobSet itself reads it (counts,
+completion mode, pod metadata, scheduling fields, volumes and mounts); the rest is the Job
+API's business when the Job is created.
+
+Messages follow apimachinery's wording where it has one ("Required value", "must have at most
+5 items", `unsupported value "X": supported values: ...`); type errors say what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from decider.core.admission import _constants as c
+from decider.core.admission import k8s_names
+from decider.core.admission._util import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    byte_len,
+    is_int,
+    quote,
+)
+from decider.core.errors import FieldError
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    enum: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Int:
+    minimum: int | None = None
+    bits: int = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Bool:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StrMap:
+    """map[string]string (labels, annotations, nodeSelector)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Obj:
+    props: Mapping[str, Node] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Arr:
+    items: Node
+    max_items: int | None = None
+    # x-kubernetes-list-type: map with a single key: that key must be unique.
+    map_key: str | None = None
+
+
+Node = Str | Int | Bool | StrMap | Obj | Arr
+
+_TYPE_MESSAGES: dict[type, str] = {
+    Str: "must be a string",
+    Int: "must be an integer",
+    Bool: "must be a boolean",
+    StrMap: "must be an object",
+    Obj: "must be an object",
+    Arr: "must be a list",
+}
+
+
+def unsupported(value: str, allowed: tuple[str, ...]) -> str:
+    return f"unsupported value {quote(value)}: supported values: " + ", ".join(
+        quote(a) for a in allowed
+    )
+
+
+def _check(value: Any, node: Node, path: str, errs: list[FieldError]) -> None:
+    """Append the errors of one value against one schema node. None means absent: nulls are
+    pruned before validation, and required-ness is the parent object's check."""
+    if value is None:
+        return
+    if isinstance(node, Str):
+        if not isinstance(value, str):
+            errs.append(FieldError(path, _TYPE_MESSAGES[Str]))
+        elif node.enum and value not in node.enum:
+            errs.append(FieldError(path, unsupported(value, node.enum)))
+    elif isinstance(node, Int):
+        if not is_int(value):
+            errs.append(FieldError(path, _TYPE_MESSAGES[Int]))
+            return
+        lo, hi = (INT32_MIN, INT32_MAX) if node.bits == 32 else (INT64_MIN, INT64_MAX)
+        if not lo <= value <= hi:
+            # The webhook decodes into Go int32/int: an out-of-range number fails there.
+            errs.append(FieldError(path, f"must be a {node.bits}-bit integer (from {lo} to {hi})"))
+        elif node.minimum is not None and value < node.minimum:
+            errs.append(FieldError(path, f"must be greater than or equal to {node.minimum}"))
+    elif isinstance(node, Bool):
+        if not isinstance(value, bool):
+            errs.append(FieldError(path, _TYPE_MESSAGES[Bool]))
+    elif isinstance(node, StrMap):
+        if not isinstance(value, dict):
+            errs.append(FieldError(path, _TYPE_MESSAGES[StrMap]))
+            return
+        for key, item in value.items():
+            if not isinstance(item, str):
+                errs.append(FieldError(f"{path}[{key}]", _TYPE_MESSAGES[Str]))
+    elif isinstance(node, Obj):
+        if not isinstance(value, dict):
+            errs.append(FieldError(path, _TYPE_MESSAGES[Obj]))
+            return
+        for name in node.required:
+            if value.get(name) is None:
+                errs.append(FieldError(f"{path}.{name}", "Required value"))
+        for name, sub in node.props.items():
+            _check(value.get(name), sub, f"{path}.{name}", errs)
+    elif isinstance(node, Arr):
+        _check_array(value, node, path, errs)
+
+
+def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> None:
+    if not isinstance(value, list):
+        errs.append(FieldError(path, _TYPE_MESSAGES[Arr]))
+        return
+    if node.max_items is not None and len(value) > node.max_items:
+        errs.append(FieldError(path, f"must have at most {node.max_items} items"))
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        item_path = f"{path}[{index}]"
+        if item is None:
+            # A null list item is not pruned; it is simply not of the item type.
+            errs.append(FieldError(item_path, _TYPE_MESSAGES[type(node.items)]))
+            continue
+        _check(item, node.items, item_path, errs)
+        key = item.get(node.map_key) if node.map_key and isinstance(item, dict) else None
+        if isinstance(key, str):
+            if key in seen:
+                errs.append(
+                    FieldError(f"{item_path}.{node.map_key}", f"duplicate value {quote(key)}")
+                )
+            seen.add(key)
+
+
+_META = Obj(
+    {
+        "name": Str(),
+        "generateName": Str(),
+        "namespace": Str(),
+        "labels": StrMap(),
+        "annotations": StrMap(),
+        "finalizers": Arr(Str()),
+    }
+)
+_CONTAINER = Obj(
+    {
+        "name": Str(),
+        "image": Str(),
+        "volumeMounts": Arr(
+            Obj({"name": Str(), "mountPath": Str()}, required=("mountPath", "name")),
+            map_key="mountPath",
+        ),
+        "ports": Arr(
+            Obj(
+                {"containerPort": Int(), "protocol": Str(), "name": Str()},
+                required=("containerPort",),
+            )
+        ),
+        "env": Arr(Obj({"name": Str(), "value": Str()}, required=("name",)), map_key="name"),
+    },
+    required=("name",),
+)
+_POD_SPEC = Obj(
+    {
+        "restartPolicy": Str(),
+        "nodeSelector": StrMap(),
+        "tolerations": Arr(
+            Obj(
+                {
+                    "key": Str(),
+                    "operator": Str(),
+                    "value": Str(),
+                    "effect": Str(),
+                    "tolerationSeconds": Int(bits=64),
+                }
+            )
+        ),
+        "schedulingGates": Arr(Obj({"name": Str()}, required=("name",)), map_key="name"),
+        "volumes": Arr(Obj({"name": Str()}, required=("name",)), map_key="name"),
+        "containers": Arr(_CONTAINER, map_key="name"),
+        "initContainers": Arr(_CONTAINER, map_key="name"),
+        "ephemeralContainers": Arr(_CONTAINER, map_key="name"),
+        "priority": Int(),
+    },
+    required=("containers",),
+)
+_JOB_SPEC = Obj(
+    {
+        "parallelism": Int(),
+        "completions": Int(),
+        "backoffLimit": Int(),
+        "backoffLimitPerIndex": Int(),
+        "maxFailedIndexes": Int(),
+        "activeDeadlineSeconds": Int(bits=64),
+        "ttlSecondsAfterFinished": Int(),
+        "completionMode": Str(),
+        "podReplacementPolicy": Str(),
+        "managedBy": Str(),
+        "suspend": Bool(),
+        "manualSelector": Bool(),
+        "template": Obj({"metadata": _META, "spec": _POD_SPEC}),
+    },
+    required=("template",),
+)
+_REPLICATED_JOB = Obj(
+    {
+        "name": Str(),
+        "groupName": Str(),
+        "template": Obj({"metadata": _META, "spec": _JOB_SPEC}),
+        "replicas": Int(minimum=0),
+        "dependsOn": Arr(
+            Obj({"name": Str(), "status": Str(c.DEPENDS_ON_STATUSES)}, required=("name", "status")),
+            max_items=5,
+            map_key="name",
+        ),
+    },
+    required=("name", "template"),
+)
+_FAILURE_RULE = Obj(
+    {
+        "name": Str(),
+        "action": Str(c.FAILURE_ACTIONS),
+        "onJobFailureReasons": Arr(Str()),
+        "onJobFailureMessagePatterns": Arr(Str()),
+        "targetReplicatedJobs": Arr(Str()),
+    },
+    required=("action", "name"),
+)
+_PVC_TEMPLATE = Obj({"apiVersion": Str(), "kind": Str(), "metadata": _META, "spec": Obj()})
+SPEC = Obj(
+    {
+        "replicatedJobs": Arr(_REPLICATED_JOB, map_key="name"),
+        "network": Obj(
+            {"enableDNSHostnames": Bool(), "subdomain": Str(), "publishNotReadyAddresses": Bool()}
+        ),
+        "successPolicy": Obj(
+            {"operator": Str(c.OPERATORS), "targetReplicatedJobs": Arr(Str())},
+            required=("operator",),
+        ),
+        "failurePolicy": Obj(
+            {
+                "maxRestarts": Int(),
+                "restartStrategy": Str(c.RESTART_STRATEGIES),
+                "rules": Arr(_FAILURE_RULE),
+            }
+        ),
+        "startupPolicy": Obj(
+            {"startupPolicyOrder": Str(c.STARTUP_ORDERS)}, required=("startupPolicyOrder",)
+        ),
+        "suspend": Bool(),
+        "coordinator": Obj(
+            {"replicatedJob": Str(), "jobIndex": Int(bits=64), "podIndex": Int(bits=64)},
+            required=("replicatedJob",),
+        ),
+        "managedBy": Str(),
+        "ttlSecondsAfterFinished": Int(minimum=0),
+        "volumeClaimPolicies": Arr(
+            Obj(
+                {
+                    "templates": Arr(_PVC_TEMPLATE, max_items=50),
+                    "retentionPolicy": Obj({"whenDeleted": Str(c.RETENTION_POLICIES)}),
+                }
+            ),
+            max_items=50,
+        ),
+    }
+)
+
+
+def _type_meta_errors(obj: dict[str, Any]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for key, expected in (("apiVersion", c.API_VERSION), ("kind", c.KIND)):
+        value = obj.get(key)
+        if value is None:
+            errs.append(FieldError(key, "Required value"))
+        elif not isinstance(value, str):
+            errs.append(FieldError(key, _TYPE_MESSAGES[Str]))
+        elif value != expected:
+            errs.append(FieldError(key, unsupported(value, (expected,))))
+    return errs
+
+
+def _object_meta_errors(meta: Any) -> list[FieldError]:
+    """The API server's generic ObjectMeta checks that matter for a JobSet."""
+    errs: list[FieldError] = []
+    if meta is None:
+        meta = {}
+    _check(meta, _META, "metadata", errs)
+    if errs:
+        return errs
+    name, generate_name = meta.get("name") or "", meta.get("generateName") or ""
+    if not name and not generate_name:
+        errs.append(FieldError("metadata.name", "name or generateName is required"))
+    if name:
+        errs.extend(FieldError("metadata.name", m) for m in k8s_names.is_dns1123_subdomain(name))
+    elif generate_name:
+        # The prefix is validated as a name with a trailing dash allowed (MaskTrailingDash).
+        prefix = (
+            generate_name[:-1]
+            if len(generate_name) > 1 and generate_name.endswith("-")
+            else generate_name
+        )
+        errs.extend(
+            FieldError("metadata.generateName", m) for m in k8s_names.is_dns1123_subdomain(prefix)
+        )
+    namespace = meta.get("namespace")
+    if namespace:
+        errs.extend(
+            FieldError("metadata.namespace", m) for m in k8s_names.is_dns1123_label(namespace)
+        )
+    for key, value in (meta.get("labels") or {}).items():
+        path = f"metadata.labels[{key}]"
+        errs.extend(FieldError("metadata.labels", m) for m in k8s_names.is_qualified_name(str(key)))
+        errs.extend(FieldError(path, m) for m in k8s_names.is_label_value(value))
+    total = 0
+    for key, value in (meta.get("annotations") or {}).items():
+        # Annotation keys are checked lowercased (apimachinery ValidateAnnotations).
+        errs.extend(
+            FieldError("metadata.annotations", m)
+            for m in k8s_names.is_qualified_name(str(key).lower())
+        )
+        total += byte_len(str(key)) + byte_len(value)
+    if total > 256 * 1024:
+        errs.append(FieldError("metadata.annotations", "may not be more than 262144 bytes"))
+    return errs
+
+
+def schema_errors(obj: Any) -> list[FieldError]:
+    """Structural errors of a whole JobSet object (expected already defaulted)."""
+    if not isinstance(obj, dict):
+        return [FieldError("", "a JobSet must be a JSON object")]
+    errs = _type_meta_errors(obj)
+    errs.extend(_object_meta_errors(obj.get("metadata")))
+    _check(obj.get("spec"), SPEC, "spec", errs)
+    return errs
