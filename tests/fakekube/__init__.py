@@ -1,0 +1,17 @@
+"""An in-process fake Kubernetes API server and a simulated Job controller, for tests and benchmarks."""
+
+from .jobsim import JobSimulator
+from .resources import DEFAULT_RESOURCES, ResourceType
+from .server import AuditRecord, FakeKube, Fault
+from .store import ApiError, Store
+
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "ApiError",
+    "AuditRecord",
+    "FakeKube",
+    "Fault",
+    "JobSimulator",
+    "ResourceType",
+    "Store",
+]

@@ -1,0 +1,457 @@
+"""An in-process HTTP server speaking the Kubernetes REST protocol over the fake store.
+
+Usable from tests and from benchmark scripts:
+
+    with FakeKube() as kube:
+        kube.write_kubeconfig(path)        # or kube.url
+        ...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from .resources import DEFAULT_RESOURCES, ResourceType
+from .store import ApiError, Store
+
+
+@dataclass
+class AuditRecord:
+    time: float
+    method: str
+    path: str
+    query: str
+    user_agent: str
+    code: int
+    body: Any = None
+
+
+@dataclass
+class Fault:
+    """Answer matching requests with an error instead of serving them."""
+
+    method: str
+    path_pattern: str
+    code: int = 500
+    remaining: int = -1  # -1: until removed
+    hits: int = 0
+    _re: re.Pattern[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._re = re.compile(self.path_pattern)
+
+    def matches(self, method: str, path: str) -> bool:
+        return (
+            (self.method in ("*", method)) and bool(self._re.search(path)) and self.remaining != 0
+        )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+    request_queue_size = 128
+
+
+class FakeKube:
+    def __init__(
+        self,
+        resources: Iterable[ResourceType] = DEFAULT_RESOURCES,
+        bookmark_interval: float = 1.0,
+        gc_delay: float = 0.0,
+        history_limit: int = 100_000,
+    ) -> None:
+        self.store = Store(resources, history_limit=history_limit, gc_delay=gc_delay)
+        self.bookmark_interval = bookmark_interval
+        self.audit: list[AuditRecord] = []
+        self.faults: list[Fault] = []
+        self._audit_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._open_watches: set[Any] = set()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> FakeKube:
+        handler = type("Handler", (_Handler,), {"kube": self})
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self.store.start()
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.store.stop()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeKube:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        path = Path(path)
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+            "contexts": [
+                {
+                    "name": "fake",
+                    "context": {"cluster": "fake", "user": "fake", "namespace": namespace},
+                }
+            ],
+            "current-context": "fake",
+        }
+        path.write_text(json.dumps(config))
+        return path
+
+    # ---- test helpers ---------------------------------------------------------------------
+
+    def add_fault(self, method: str, path_pattern: str, code: int = 500, count: int = -1) -> Fault:
+        fault = Fault(method, path_pattern, code, count)
+        with self._audit_lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._audit_lock:
+            self.faults.clear()
+
+    def writes(self, path_pattern: str = "", method: str = "") -> list[AuditRecord]:
+        """Mutating requests seen so far (any outcome), optionally filtered."""
+        rx = re.compile(path_pattern)
+        with self._audit_lock:
+            return [
+                r
+                for r in self.audit
+                if r.method != "GET" and rx.search(r.path) and (not method or r.method == method)
+            ]
+
+    def _fault_for(self, method: str, path: str) -> Fault | None:
+        with self._audit_lock:
+            for fault in self.faults:
+                if fault.matches(method, path):
+                    fault.hits += 1
+                    if fault.remaining > 0:
+                        fault.remaining -= 1
+                    return fault
+        return None
+
+    def _record(self, rec: AuditRecord) -> None:
+        with self._audit_lock:
+            self.audit.append(rec)
+
+    # ---- discovery ------------------------------------------------------------------------
+
+    def _group_versions(self) -> dict[str, list[ResourceType]]:
+        out: dict[str, list[ResourceType]] = {}
+        for rt in self.store.resources.values():
+            out.setdefault(rt.api_version, []).append(rt)
+        return out
+
+    def discovery(self, parts: list[str]) -> dict[str, Any] | None:
+        gvs = self._group_versions()
+        if parts == ["api"]:
+            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+        if parts == ["apis"]:
+            groups: dict[str, list[str]] = {}
+            for gv in gvs:
+                if "/" in gv:
+                    g, v = gv.split("/", 1)
+                    groups.setdefault(g, []).append(v)
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": g,
+                        "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                        "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                    }
+                    for g, vs in sorted(groups.items())
+                ],
+            }
+        gv = None
+        if len(parts) == 2 and parts[0] == "api":
+            gv = parts[1]
+        elif len(parts) == 3 and parts[0] == "apis":
+            gv = f"{parts[1]}/{parts[2]}"
+        if gv is None or gv not in gvs:
+            return None
+        resources = []
+        for rt in gvs[gv]:
+            verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
+            resources.append(
+                {
+                    "name": rt.plural,
+                    "singularName": rt.singular,
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": verbs,
+                    "shortNames": list(rt.short_names),
+                }
+            )
+            if rt.status_subresource:
+                resources.append(
+                    {
+                        "name": f"{rt.plural}/status",
+                        "singularName": "",
+                        "namespaced": rt.namespaced,
+                        "kind": rt.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": gv,
+            "resources": resources,
+        }
+
+
+_PATCH_TYPES = {
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/json-patch+json",
+    "application/apply-patch+yaml",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    kube: FakeKube
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    # ---- plumbing -------------------------------------------------------------------------
+
+    def _send_json(self, code: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return None
+        raw = self.rfile.read(length)
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ApiError(400, "BadRequest", f"invalid JSON body: {exc}") from exc
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        split = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
+        rec = AuditRecord(
+            time.monotonic(), method, split.path, split.query, self.headers.get("User-Agent", ""), 0
+        )
+        try:
+            body = self._read_body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
+            rec.body = body
+            fault = self.kube._fault_for(method, split.path)
+            if fault is not None:
+                raise ApiError(fault.code, "InternalError", f"injected fault ({fault.code})")
+            code, payload = self._serve(method, split.path, query, body)
+            rec.code = code
+            if code == 0:
+                return  # a watch stream, already answered
+        except ApiError as err:
+            rec.code = err.code
+            code, payload = err.code, err.status()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        finally:
+            if method != "GET" or rec.code >= 400:
+                self.kube._record(rec)
+        try:
+            self._send_json(code, payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    # ---- routing --------------------------------------------------------------------------
+
+    def _route(self, parts: list[str]) -> tuple[ResourceType, str | None, str, str]:
+        """Returns (resource type, namespace or None, name, subresource)."""
+        if parts and parts[0] == "api":
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt = self.kube.store.resource_for(group, version, rest[0])
+        if rt is None or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if namespace is not None and not rt.namespaced:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and not (sub == "status" and rt.status_subresource):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rt, namespace, name, sub
+
+    def _serve(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        parts = [p for p in path.split("/") if p]
+        if method == "GET" and (
+            parts in (["api"], ["apis"])
+            or (len(parts) == 2 and parts[0] == "api")
+            or (len(parts) == 3 and parts[0] == "apis")
+        ):
+            doc = self.kube.discovery(parts)
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return 200, doc
+        if method == "GET" and parts == ["version"]:
+            return 200, {"major": "1", "minor": "36", "gitVersion": "v1.36.0-fakekube"}
+        if (
+            len(parts) < 2
+            or parts[0] not in ("api", "apis")
+            or (parts[0] == "apis" and len(parts) < 3)
+        ):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt, namespace, name, sub = self._route(parts)
+        store = self.kube.store
+        if rt.namespaced and namespace is None and method != "GET":
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        ns = namespace or ""
+        if method == "GET":
+            if name:
+                return 200, store.get(rt, ns, name)
+            if query.get("watch") in ("true", "1"):
+                self._stream_watch(rt, namespace, query)
+                return 0, None
+            items, rv = store.list(
+                rt, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
+            )
+            if rt.builtin:
+                # Items of a built-in list carry no apiVersion/kind on the wire; clients that
+                # need them must fill them in (custom resources keep theirs).
+                for item in items:
+                    item.pop("apiVersion", None)
+                    item.pop("kind", None)
+            return 200, {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": rv},
+                "items": items,
+            }
+        if method == "POST":
+            if name:
+                raise ApiError(405, "MethodNotAllowed", "POST is not allowed on a named resource")
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "request body must be a JSON object")
+            return 201, store.create(rt, ns, body)
+        if not name:
+            raise ApiError(405, "MethodNotAllowed", f"{method} on a collection is not supported")
+        if method == "PUT":
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "request body must be a JSON object")
+            return 200, store.update(rt, ns, name, body, sub)
+        if method == "PATCH":
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if content_type not in _PATCH_TYPES:
+                raise ApiError(
+                    415, "UnsupportedMediaType", f"unsupported patch type {content_type!r}"
+                )
+            return 200, store.patch(rt, ns, name, body, content_type, sub)
+        if method == "DELETE":
+            if sub:
+                raise ApiError(405, "MethodNotAllowed", "DELETE on a subresource")
+            return 200, store.delete(rt, ns, name, body if isinstance(body, dict) else None)
+        raise ApiError(405, "MethodNotAllowed", f"{method} not allowed")
+
+    def _stream_watch(self, rt: ResourceType, namespace: str | None, query: dict[str, str]) -> None:
+        store = self.kube.store
+        watcher = store.watch(
+            rt,
+            namespace,
+            query.get("resourceVersion", ""),
+            query.get("labelSelector", ""),
+            query.get("fieldSelector", ""),
+        )
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        timeout = float(query.get("timeoutSeconds") or 1800)
+        deadline = time.monotonic() + timeout
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        next_bookmark = time.monotonic() + self.kube.bookmark_interval
+        try:
+            while not self.kube._stopping.is_set():
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = min(deadline, next_bookmark) - now
+                try:
+                    line = watcher.events.get(timeout=max(wait, 0.0))
+                except Exception:  # queue.Empty
+                    line = b""
+                if line is None:
+                    break
+                if not line:
+                    if bookmarks and time.monotonic() >= next_bookmark:
+                        self._chunk(store.bookmark_line(rt))
+                        next_bookmark = time.monotonic() + self.kube.bookmark_interval
+                    continue
+                self._chunk(line)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+        finally:
+            store.unwatch(watcher)
+            self.close_connection = True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
