@@ -1,0 +1,404 @@
+"""Target adapters: one small class per way of spelling a gang, behind one interface.
+
+Like Kueue's job integrations, each target registers itself; the planner looks a target up by
+key and never branches on which one it got. Keys are the ``scheduling.k8s.io`` API versions
+(the native targets) plus ``scheduler-plugins`` and ``volcano``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar, Protocol
+
+from decider.core.errors import InvalidInput
+from decider.core.gang.model import Design, Group, Rendered
+
+V1ALPHA1 = "scheduling.k8s.io/v1alpha1"
+V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+V1BETA1 = "scheduling.k8s.io/v1beta1"
+
+
+class GangTarget(Protocol):
+    """How one scheduler generation spells Workloads, PodGroups and the pod linkage."""
+
+    key: str
+    # apiVersion of the PodGroup-like objects this target emits and recognises.
+    podgroup_api_version: str
+    workload_api_version: str | None
+    # Whether a Basic (non-gang) group is expressible at all.
+    supports_basic: bool
+    # Whether gangs are standalone PodGroup objects (False: embedded in the Workload).
+    runtime_podgroups: bool
+
+    def render(self, design: Design) -> Rendered: ...
+
+    def is_workload(self, obj: dict[str, Any]) -> bool: ...
+
+    def is_podgroup(self, obj: dict[str, Any]) -> bool: ...
+
+    def podgroup_workload(self, obj: dict[str, Any]) -> str | None: ...
+
+    def podgroup_min_count(self, obj: dict[str, Any]) -> int | None: ...
+
+    def template_min_counts(self, workload: dict[str, Any]) -> dict[str, int | None]: ...
+
+
+_REGISTRY: dict[str, GangTarget] = {}
+
+
+def register(target: GangTarget) -> GangTarget:
+    _REGISTRY[target.key] = target
+    return target
+
+
+def lookup(key: str, field: str) -> GangTarget:
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise InvalidInput.at(field, f"unsupported value {key!r}; known: {known}") from None
+
+
+def registered() -> list[str]:
+    return list(_REGISTRY)
+
+
+def _meta(design: Design, name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "namespace": design.namespace, "ownerReferences": owners}
+
+
+def _policy(group: Group) -> dict[str, Any]:
+    if group.min_count is None:
+        return {"basic": {}}
+    return {"gang": {"minCount": group.min_count}}
+
+
+def _gang_min(policy: Any) -> int | None:
+    if not isinstance(policy, dict):
+        return None
+    gang = policy.get("gang")
+    if isinstance(gang, dict) and isinstance(gang.get("minCount"), int):
+        return int(gang["minCount"])
+    return None
+
+
+class _Native:
+    """Shared rendering for the ``scheduling.k8s.io`` generations."""
+
+    key: ClassVar[str]
+    supports_basic: ClassVar[bool] = True
+    runtime_podgroups: ClassVar[bool] = True
+
+    @property
+    def podgroup_api_version(self) -> str:
+        return self.key
+
+    @property
+    def workload_api_version(self) -> str | None:
+        return self.key
+
+    def is_workload(self, obj: dict[str, Any]) -> bool:
+        return obj.get("kind") == "Workload" and obj.get("apiVersion") == self.key
+
+    def is_podgroup(self, obj: dict[str, Any]) -> bool:
+        return obj.get("kind") == "PodGroup" and obj.get("apiVersion") == self.key
+
+    def podgroup_min_count(self, obj: dict[str, Any]) -> int | None:
+        spec = obj.get("spec")
+        return _gang_min(spec.get("schedulingPolicy")) if isinstance(spec, dict) else None
+
+    def _owners_for_podgroup(self, design: Design) -> list[dict[str, Any]]:
+        owners = [dict(design.owner)]
+        if design.podgroup_owned_by_workload:
+            # Deliberately neither controller nor blockOwnerDeletion: deleting the Workload must
+            # never wait for PodGroups (the 1.36 controller leaves both flags unset).
+            owners.append(
+                {
+                    "apiVersion": self.key,
+                    "kind": "Workload",
+                    "name": design.workload_name,
+                    "uid": design.workload_uid,
+                }
+            )
+        return owners
+
+    def _workload(self, design: Design, spec: dict[str, Any]) -> dict[str, Any]:
+        meta = _meta(design, design.workload_name, [dict(design.owner)])
+        if design.workload_labels:
+            meta = {**meta, "labels": dict(design.workload_labels)}
+        return {"apiVersion": self.key, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+class KubernetesV1Alpha1(_Native):
+    """1.35: groups are embedded in the Workload; pods point at it with ``spec.workloadRef``."""
+
+    key = V1ALPHA1
+    runtime_podgroups = False
+
+    def is_podgroup(self, obj: dict[str, Any]) -> bool:
+        return False  # v1alpha1 has no standalone PodGroup kind
+
+    def podgroup_workload(self, obj: dict[str, Any]) -> str | None:
+        return None
+
+    def template_min_counts(self, workload: dict[str, Any]) -> dict[str, int | None]:
+        spec = workload.get("spec")
+        groups = spec.get("podGroups") if isinstance(spec, dict) else None
+        out: dict[str, int | None] = {}
+        for g in groups if isinstance(groups, list) else []:
+            if isinstance(g, dict) and isinstance(g.get("name"), str):
+                out[g["name"]] = _gang_min(g.get("policy"))
+        return out
+
+    def render(self, design: Design) -> Rendered:
+        warnings: list[str] = []
+        if design.workload_spec_override is not None:
+            spec = copy.deepcopy(design.workload_spec_override)
+        else:
+            groups = []
+            for g in design.groups:
+                if g.topology or g.claims or g.disruption or g.priority_class:
+                    warnings.append(
+                        f"group {g.template}: topology, resource claims, disruption mode and "
+                        f"priority are not expressible in {self.key} and were dropped"
+                    )
+                groups.append({"name": g.template, "policy": _policy(g)})
+            spec = {"controllerRef": dict(design.controller_ref), "podGroups": groups}
+        patches: dict[str, dict[str, Any]] = {}
+        for g in design.groups:
+            ref = {"name": design.workload_name, "podGroup": g.template}
+            for member in g.members:
+                patches[member] = {"spec": {"workloadRef": dict(ref)}}
+        workload = self._workload(design, spec) if design.create_workload else None
+        return Rendered(workload, [], patches, warnings)
+
+
+class _RuntimePodGroups(_Native):
+    """1.36 and later: templates in the Workload, one runtime PodGroup object per gang."""
+
+    def _template(self, g: Group) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def template_min_counts(self, workload: dict[str, Any]) -> dict[str, int | None]:
+        spec = workload.get("spec")
+        tpls = spec.get("podGroupTemplates") if isinstance(spec, dict) else None
+        out: dict[str, int | None] = {}
+        for t in tpls if isinstance(tpls, list) else []:
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                out[t["name"]] = _gang_min(t.get("schedulingPolicy"))
+        return out
+
+    def render(self, design: Design) -> Rendered:
+        if design.workload_spec_override is not None:
+            spec = copy.deepcopy(design.workload_spec_override)
+        else:
+            spec = {
+                "controllerRef": dict(design.controller_ref),
+                "podGroupTemplates": [self._template(g) for g in design.groups],
+            }
+        workload = self._workload(design, spec) if design.create_workload else None
+        podgroups = []
+        patches: dict[str, dict[str, Any]] = {}
+        for g in design.groups:
+            podgroups.append(
+                {
+                    "apiVersion": self.key,
+                    "kind": "PodGroup",
+                    "metadata": _meta(design, g.podgroup, self._owners_for_podgroup(design)),
+                    "spec": self._podgroup_spec(design, g),
+                }
+            )
+            for member in g.members:
+                patches[member] = {"spec": {"schedulingGroup": {"podGroupName": g.podgroup}}}
+        return Rendered(workload, podgroups, patches)
+
+
+def _topology(g: Group) -> dict[str, Any] | None:
+    return {"topology": copy.deepcopy(g.topology)} if g.topology else None
+
+
+class KubernetesV1Alpha2(_RuntimePodGroups):
+    """1.36: ``podGroupTemplateRef.workload`` on the PodGroup, string disruption modes."""
+
+    key = V1ALPHA2
+    _DISRUPTION = {"single": "Pod", "all": "PodGroup"}
+
+    def podgroup_workload(self, obj: dict[str, Any]) -> str | None:
+        spec = obj.get("spec")
+        ref = spec.get("podGroupTemplateRef") if isinstance(spec, dict) else None
+        wl = ref.get("workload") if isinstance(ref, dict) else None
+        name = wl.get("workloadName") if isinstance(wl, dict) else None
+        return name if isinstance(name, str) else None
+
+    def _blocks(self, g: Group) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if g.claims:
+            out["resourceClaims"] = copy.deepcopy(g.claims)
+        if g.disruption:
+            out["disruptionMode"] = self._DISRUPTION[g.disruption]
+        if g.priority_class:
+            out["priorityClassName"] = g.priority_class
+        return out
+
+    def _template(self, g: Group) -> dict[str, Any]:
+        # The Go type has no omitempty on schedulingConstraints, so the API serves an explicit
+        # null; emitting it keeps our manifests identical to what the cluster shows.
+        return {
+            "name": g.template,
+            "schedulingPolicy": _policy(g),
+            "schedulingConstraints": _topology(g),
+            **self._blocks(g),
+        }
+
+    def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "podGroupTemplateRef": {
+                "workload": {
+                    "workloadName": design.workload_name,
+                    "podGroupTemplateName": g.template,
+                }
+            },
+            "schedulingPolicy": _policy(g),
+        }
+        if g.topology:
+            spec["schedulingConstraints"] = _topology(g)
+        spec.update(self._blocks(g))
+        return spec
+
+
+class KubernetesV1Beta1(_RuntimePodGroups):
+    """1.37: ``spec.workloadRef{workloadName, templateName}``, union disruption modes."""
+
+    key = V1BETA1
+
+    def podgroup_workload(self, obj: dict[str, Any]) -> str | None:
+        spec = obj.get("spec")
+        ref = spec.get("workloadRef") if isinstance(spec, dict) else None
+        name = ref.get("workloadName") if isinstance(ref, dict) else None
+        return name if isinstance(name, str) else None
+
+    def _blocks(self, g: Group) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if g.claims:
+            out["resourceClaims"] = copy.deepcopy(g.claims)
+        if g.disruption:
+            out["disruptionMode"] = {g.disruption: {}}
+        if g.priority_class:
+            out["priorityClassName"] = g.priority_class
+        return out
+
+    def _template(self, g: Group) -> dict[str, Any]:
+        return {
+            "name": g.template,
+            "schedulingPolicy": _policy(g),
+            "schedulingConstraints": _topology(g),
+            **self._blocks(g),
+        }
+
+    def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "workloadRef": {"workloadName": design.workload_name, "templateName": g.template},
+            "schedulingPolicy": _policy(g),
+        }
+        if g.topology:
+            spec["schedulingConstraints"] = _topology(g)
+        spec.update(self._blocks(g))
+        return spec
+
+
+class _MinMemberPodGroups:
+    """Out-of-tree schedulers: one PodGroup per gang with ``minMember``, no Workload."""
+
+    key: ClassVar[str]
+    podgroup_api_version: ClassVar[str]
+    workload_api_version: ClassVar[str | None] = None
+    supports_basic: ClassVar[bool] = False
+    runtime_podgroups: ClassVar[bool] = True
+
+    def _join(self, name: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _extra_spec(self, g: Group) -> dict[str, Any]:
+        return {}
+
+    def is_workload(self, obj: dict[str, Any]) -> bool:
+        return False
+
+    def is_podgroup(self, obj: dict[str, Any]) -> bool:
+        return obj.get("kind") == "PodGroup" and obj.get("apiVersion") == self.podgroup_api_version
+
+    def podgroup_workload(self, obj: dict[str, Any]) -> str | None:
+        return None
+
+    def podgroup_min_count(self, obj: dict[str, Any]) -> int | None:
+        spec = obj.get("spec")
+        value = spec.get("minMember") if isinstance(spec, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def template_min_counts(self, workload: dict[str, Any]) -> dict[str, int | None]:
+        return {}
+
+    def render(self, design: Design) -> Rendered:
+        podgroups = []
+        patches: dict[str, dict[str, Any]] = {}
+        warnings = []
+        for g in design.groups:
+            if g.min_count is None:
+                # There is no "basic" PodGroup here: without a minimum the group adds nothing.
+                warnings.append(f"group {g.podgroup} uses the Basic policy: no {self.key} object")
+                continue
+            podgroups.append(
+                {
+                    "apiVersion": self.podgroup_api_version,
+                    "kind": "PodGroup",
+                    "metadata": _meta(design, g.podgroup, [dict(design.owner)]),
+                    "spec": {"minMember": g.min_count, **self._extra_spec(g)},
+                }
+            )
+            for member in g.members:
+                patches[member] = {"metadata": self._join(g.podgroup)}
+        return Rendered(None, podgroups, patches, warnings)
+
+
+class SchedulerPlugins(_MinMemberPodGroups):
+    """kubernetes-sigs/scheduler-plugins coscheduling: pods join through a label."""
+
+    key = "scheduler-plugins"
+    podgroup_api_version = "scheduling.x-k8s.io/v1alpha1"
+    LABEL = "scheduling.x-k8s.io/pod-group"
+
+    def _join(self, name: str) -> dict[str, Any]:
+        return {"labels": {self.LABEL: name}}
+
+
+class Volcano(_MinMemberPodGroups):
+    """Volcano: pods join through an annotation; priority travels on the PodGroup."""
+
+    key = "volcano"
+    podgroup_api_version = "scheduling.volcano.sh/v1beta1"
+    ANNOTATION = "scheduling.k8s.io/group-name"
+
+    def _join(self, name: str) -> dict[str, Any]:
+        return {"annotations": {self.ANNOTATION: name}}
+
+    def _extra_spec(self, g: Group) -> dict[str, Any]:
+        return {"priorityClassName": g.priority_class} if g.priority_class else {}
+
+
+for _target in (KubernetesV1Alpha1(), KubernetesV1Alpha2(), KubernetesV1Beta1()):
+    register(_target)
+register(SchedulerPlugins())
+register(Volcano())
+
+__all__ = [
+    "V1ALPHA1",
+    "V1ALPHA2",
+    "V1BETA1",
+    "GangTarget",
+    "lookup",
+    "register",
+    "registered",
+]
