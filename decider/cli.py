@@ -72,6 +72,7 @@ def parse_now(text: str | None) -> datetime:
 
 def _call_remote(target: str, method: str, request: Any) -> Any:
     import grpc
+
     from decider_client import DeciderClient
 
     with DeciderClient(target, timeout=30.0) as client:

@@ -51,6 +51,8 @@ def parse_json(text: str, field: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise InvalidInput.at(field, f"is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput.at(field, "is nested too deeply") from None
 
 
 def options_from_proto(opts: pb.Options) -> Options:

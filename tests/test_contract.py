@@ -1,0 +1,27 @@
+"""The committed generated code matches the .proto files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED = ["decider_pb2.py", "decider_pb2.pyi", "decider_pb2_grpc.py"]
+
+
+def test_generated_code_is_fresh(tmp_path: Path) -> None:
+    subprocess.run(["bash", str(ROOT / "proto" / "generate.sh"), str(tmp_path)], check=True,
+                   env={"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"})
+    for name in GENERATED:
+        fresh = (tmp_path / "decider" / "v1" / name).read_text()
+        committed = (ROOT / "decider" / "v1" / name).read_text()
+        assert fresh == committed, f"decider/v1/{name} is stale: run `bash proto/generate.sh`"
+
+
+def test_shim_and_client_do_not_import_the_core() -> None:
+    code = ("import sys, decider_client, decider_client.observe, decider_client.render;"
+            "bad=[m for m in sys.modules if m.startswith(('decider.core','decider.server',"
+            "'decider.cli','decider.convert'))]; print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
