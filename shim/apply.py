@@ -1,0 +1,241 @@
+"""Plan -> API calls, idempotently.
+
+- Creates use the deterministic names the plan carries; AlreadyExists means done.
+- Deletes carry the object's UID as a precondition: NotFound, or a UID mismatch (the name now
+  belongs to a newer object), means the object meant is gone, which is done too.
+- Patches (suspend, resume, elastic) are JSON merge patches carrying the UID as a precondition.
+- The status goes through the status subresource with the resourceVersion the plan was decided
+  on; a 409 means the plan was decided on a stale observation, and the pass is retried.
+- Events are best effort and, as upstream, follow the status write they belong to.
+
+Runs of creates or deletes of one type are sent in parallel (bounded), like upstream's
+parallel Job creation; everything else keeps the plan's order.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from kubernetes.client.exceptions import ApiException
+
+from decider.v1 import decider_pb2 as pb
+from decider_client.render import ACTION_NAMES, status_to_dict
+from shim.kube import Kube, Obj, status_reason
+
+log = logging.getLogger(__name__)
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+
+_CREATES = {
+    pb.ACTION_TYPE_CREATE_JOB,
+    pb.ACTION_TYPE_CREATE_SERVICE,
+    pb.ACTION_TYPE_CREATE_PVC,
+    pb.ACTION_TYPE_CREATE_WORKLOAD,
+    pb.ACTION_TYPE_CREATE_POD_GROUP,
+}
+_DELETES = {
+    pb.ACTION_TYPE_DELETE_JOB,
+    pb.ACTION_TYPE_DELETE_WORKLOAD,
+    pb.ACTION_TYPE_DELETE_POD_GROUP,
+    pb.ACTION_TYPE_DELETE_JOB_SET,
+}
+_PATCHES = {pb.ACTION_TYPE_SUSPEND_JOB, pb.ACTION_TYPE_RESUME_JOB, pb.ACTION_TYPE_PATCH_JOB}
+# Kinds of the objects delete/patch actions name when the action does not say.
+_DEFAULT_KIND = {
+    pb.ACTION_TYPE_DELETE_JOB: ("batch/v1", "Job"),
+    pb.ACTION_TYPE_SUSPEND_JOB: ("batch/v1", "Job"),
+    pb.ACTION_TYPE_RESUME_JOB: ("batch/v1", "Job"),
+    pb.ACTION_TYPE_PATCH_JOB: ("batch/v1", "Job"),
+    pb.ACTION_TYPE_DELETE_WORKLOAD: ("scheduling.k8s.io/v1alpha2", "Workload"),
+    pb.ACTION_TYPE_DELETE_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
+    pb.ACTION_TYPE_DELETE_JOB_SET: (JOBSET_API_VERSION, "JobSet"),
+}
+
+
+class StaleObservation(Exception):
+    """The status write met a newer JobSet: observe again and decide again."""
+
+
+class NotLeader(Exception):
+    """This replica is not (or no longer) the leader: it must not write."""
+
+
+@dataclass
+class ApplyResult:
+    applied: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def count(self, bucket: dict[str, int], action: pb.Action) -> None:
+        name = ACTION_NAMES.get(action.type, "Unspecified")
+        bucket[name] = bucket.get(name, 0) + 1
+
+
+class Applier:
+    def __init__(
+        self,
+        kube: Kube,
+        controller_name: str,
+        identity: str,
+        is_leader: Callable[[], bool] = lambda: True,
+        max_parallel: int = 16,
+    ) -> None:
+        self.kube = kube
+        self.controller_name = controller_name
+        self.identity = identity
+        self.is_leader = is_leader
+        self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply")
+        self.jobsets = kube.resource(JOBSET_API_VERSION, "JobSet")
+        self.events = kube.resource("v1", "Event")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def apply(self, jobset: Obj, plan: pb.DecideResponse) -> ApplyResult:
+        result = ApplyResult()
+        actions = list(plan.actions)
+        i = 0
+        while i < len(actions):
+            action = actions[i]
+            j = i + 1
+            if action.type in _CREATES or action.type in _DELETES:
+                while j < len(actions) and actions[j].type == action.type:
+                    j += 1
+            batch = actions[i:j]
+            if len(batch) == 1:
+                self._one(jobset, plan, batch[0], result)
+            else:
+                futures = [self._pool.submit(self._one, jobset, plan, a, result) for a in batch]
+                errors = [f.exception() for f in futures]
+                first = next((e for e in errors if e is not None), None)
+                if first is not None:
+                    raise first
+            i = j
+        return result
+
+    def _guard(self) -> None:
+        if not self.is_leader():
+            raise NotLeader("not the leader; refusing to write")
+
+    def _one(self, jobset: Obj, plan: pb.DecideResponse, action: pb.Action, r: ApplyResult) -> None:
+        self._guard()
+        meta = jobset["metadata"]
+        namespace = action.namespace or meta["namespace"]
+        kind = ACTION_NAMES.get(action.type, "Unspecified")
+        if action.type in _CREATES:
+            obj = json.loads(action.object_json)
+            res = self.kube.resource(
+                obj.get("apiVersion") or action.api_version, obj.get("kind") or action.kind
+            )
+            ns = (obj.get("metadata") or {}).get("namespace") or namespace
+            try:
+                self.kube.create(res, ns, obj)
+                r.count(r.applied, action)
+            except ApiException as exc:
+                if exc.status == 409 and status_reason(exc) == "AlreadyExists":
+                    log.debug("%s %s/%s already exists", kind, ns, action.name)
+                    r.count(r.skipped, action)
+                    return
+                raise
+        elif action.type in _DELETES:
+            api_version, obj_kind = _DEFAULT_KIND[action.type]
+            res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
+            try:
+                self.kube.delete(
+                    res, namespace, action.name, action.uid, action.propagation_policy or "Foreground"
+                )
+                r.count(r.applied, action)
+            except ApiException as exc:
+                if exc.status == 404 or (exc.status == 409 and action.uid):
+                    # Gone already, or the name now belongs to another object: the one meant is gone.
+                    log.debug("%s %s/%s already gone (%s)", kind, namespace, action.name, exc.status)
+                    r.count(r.skipped, action)
+                    return
+                raise
+        elif action.type in _PATCHES:
+            api_version, obj_kind = _DEFAULT_KIND[action.type]
+            res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
+            precondition: Obj = {"metadata": {"uid": action.uid}} if action.uid else {}
+            try:
+                if action.clear_start_time:
+                    patch = {"status": {"startTime": None}}
+                    patch.update(precondition)
+                    self.kube.merge_patch(res, namespace, action.name, patch, "status")
+                if action.patch_json:
+                    patch = json.loads(action.patch_json)
+                    if precondition:
+                        patch.setdefault("metadata", {})["uid"] = action.uid
+                    self.kube.merge_patch(res, namespace, action.name, patch)
+                r.count(r.applied, action)
+            except ApiException as exc:
+                if exc.status == 404 or (
+                    exc.status == 409 and status_reason(exc) != "AlreadyExists" and action.uid
+                    and "UID" in (exc.body or "")
+                ):
+                    r.count(r.skipped, action)
+                    return
+                raise
+        elif action.type == pb.ACTION_TYPE_UPDATE_STATUS:
+            body = copy.deepcopy(jobset)
+            body["status"] = status_to_dict(plan.status)
+            body["metadata"]["resourceVersion"] = plan.resource_version or meta["resourceVersion"]
+            try:
+                self.kube.replace_status(self.jobsets, meta["namespace"], meta["name"], body)
+                r.count(r.applied, action)
+            except ApiException as exc:
+                if exc.status == 409:
+                    raise StaleObservation(
+                        f"jobset {meta['namespace']}/{meta['name']} changed since "
+                        f"resourceVersion {body['metadata']['resourceVersion']}"
+                    ) from exc
+                if exc.status == 404:
+                    r.count(r.skipped, action)
+                    return
+                raise
+        elif action.type == pb.ACTION_TYPE_EVENT:
+            try:
+                self.kube.create(self.events, meta["namespace"], self._event(jobset, action))
+                r.count(r.applied, action)
+            except ApiException as exc:
+                log.warning("event %s on %s not recorded: %s", action.event.reason, meta["name"], exc)
+        else:
+            log.warning("unknown action type %s for %s: ignored", action.type, action.name)
+            r.count(r.skipped, action)
+
+    def _event(self, jobset: Obj, action: pb.Action) -> Obj:
+        meta = jobset["metadata"]
+        now = datetime.now(UTC)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                # client-go's recorder names events <object>.<unix nanoseconds in hex>.
+                "name": f"{meta['name']}.{time.time_ns():x}",
+                "namespace": meta["namespace"],
+            },
+            "involvedObject": {
+                "apiVersion": jobset.get("apiVersion", JOBSET_API_VERSION),
+                "kind": "JobSet",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "type": action.event.type or "Normal",
+            "reason": action.event.reason,
+            "message": action.event.message,
+            "action": "Reconciling",
+            "source": {"component": self.controller_name},
+            "reportingComponent": self.controller_name,
+            "reportingInstance": self.identity,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }

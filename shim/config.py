@@ -1,0 +1,216 @@
+"""Flags, with environment fallbacks, and the Kubernetes/gRPC connections they describe."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
+IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+DEFAULT_OWNED_KINDS: tuple[tuple[str, str], ...] = (
+    ("batch/v1", "Job"),
+    ("v1", "Service"),
+    ("v1", "PersistentVolumeClaim"),
+    ("scheduling.k8s.io/v1alpha2", "Workload"),
+    ("scheduling.k8s.io/v1alpha2", "PodGroup"),
+)
+
+
+@dataclass
+class Config:
+    kubeconfig: str = ""
+    context: str = ""
+    decider_address: str = "127.0.0.1:50051"
+    decider_timeout: float = 5.0
+    decider_tls: bool = False
+    decider_ca_file: str = ""
+    decider_cert_file: str = ""
+    decider_key_file: str = ""
+    decider_server_name: str = ""
+    controller_name: str = DEFAULT_CONTROLLER_NAME
+    namespaces: list[str] | None = None
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    owned_kinds: tuple[tuple[str, str], ...] = DEFAULT_OWNED_KINDS
+    workers: int = 4
+    max_parallel_writes: int = 16
+    leader_elect: bool = True
+    leader_elect_namespace: str = "default"
+    leader_elect_name: str = "jobset-decider-shim"
+    identity: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    backoff_base: float = 0.005
+    backoff_max: float = 300.0
+    watch_timeout: tuple[int, int] = (300, 600)
+    cache_sync_timeout: float = 120.0
+    api_qps_pool: int = 32
+    once: bool = False
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            self.identity = f"{socket.gethostname()}_{os.getpid()}"
+
+
+def _env_bool(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`A=true,B=false` as Kubernetes components take it."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = item.partition("=")
+        if not value:
+            raise ValueError(f"feature gate {item!r} needs =true or =false")
+        gates[name.strip()] = _env_bool(value, False)
+    return gates
+
+
+def default_lease_namespace(env: Mapping[str, str]) -> str:
+    if env.get("POD_NAMESPACE"):
+        return env["POD_NAMESPACE"]
+    try:
+        with open(IN_CLUSTER_NAMESPACE_FILE) as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
+    e = env.get
+    p = argparse.ArgumentParser(
+        prog="decider-shim",
+        description="Watch JobSets managed by this controller, ask the decider, apply the plan.",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=e("KUBECONFIG", ""),
+        help="kubeconfig file (env KUBECONFIG); empty: in-cluster config, else ~/.kube/config",
+    )
+    p.add_argument("--context", default=e("SHIM_KUBE_CONTEXT", ""), help="kubeconfig context")
+    p.add_argument(
+        "--decider-address",
+        default=e("DECIDER_ADDRESS", "127.0.0.1:50051"),
+        help="gRPC target of the decider (env DECIDER_ADDRESS)",
+    )
+    p.add_argument(
+        "--decider-timeout",
+        type=float,
+        default=float(e("DECIDER_TIMEOUT", "5")),
+        help="deadline of one Decide call, seconds (env DECIDER_TIMEOUT)",
+    )
+    p.add_argument(
+        "--decider-tls",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool(e("DECIDER_TLS"), False),
+        help="use TLS to the decider (env DECIDER_TLS)",
+    )
+    p.add_argument("--decider-ca-file", default=e("DECIDER_CA_FILE", ""), help="CA bundle (PEM)")
+    p.add_argument(
+        "--decider-cert-file", default=e("DECIDER_CERT_FILE", ""), help="client certificate (mTLS)"
+    )
+    p.add_argument("--decider-key-file", default=e("DECIDER_KEY_FILE", ""), help="client key")
+    p.add_argument(
+        "--decider-server-name",
+        default=e("DECIDER_SERVER_NAME", ""),
+        help="TLS server name override",
+    )
+    p.add_argument(
+        "--controller-name",
+        default=e("SHIM_CONTROLLER_NAME", DEFAULT_CONTROLLER_NAME),
+        help="spec.managedBy value of the JobSets this shim reconciles (env SHIM_CONTROLLER_NAME)",
+    )
+    p.add_argument(
+        "--namespaces",
+        default=e("SHIM_NAMESPACES", ""),
+        help="comma-separated namespaces to watch; empty: all (env SHIM_NAMESPACES)",
+    )
+    p.add_argument(
+        "--feature-gates",
+        default=e("SHIM_FEATURE_GATES", ""),
+        help="decider feature gates, e.g. RestartJob=true (env SHIM_FEATURE_GATES)",
+    )
+    p.add_argument(
+        "--scheduling-api-version",
+        default=e("SHIM_SCHEDULING_API_VERSION", "scheduling.k8s.io/v1alpha2"),
+        help="apiVersion of the Workload/PodGroup kinds to watch",
+    )
+    p.add_argument("--workers", type=int, default=int(e("SHIM_WORKERS", "4")))
+    p.add_argument(
+        "--max-parallel-writes",
+        type=int,
+        default=int(e("SHIM_MAX_PARALLEL_WRITES", "16")),
+        help="concurrent creates/deletes within one plan",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool(e("SHIM_LEADER_ELECT"), True),
+        help="elect a leader with a Lease so that only one replica acts (env SHIM_LEADER_ELECT)",
+    )
+    p.add_argument(
+        "--leader-elect-namespace",
+        default=e("SHIM_LEADER_ELECT_NAMESPACE", "") or default_lease_namespace(env),
+    )
+    p.add_argument(
+        "--leader-elect-name", default=e("SHIM_LEADER_ELECT_NAME", "jobset-decider-shim")
+    )
+    p.add_argument(
+        "--leader-elect-identity",
+        default=e("POD_NAME", ""),
+        help="holder identity; default hostname_pid (env POD_NAME)",
+    )
+    p.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
+    p.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
+    p.add_argument("--leader-elect-retry-period", type=float, default=2.0)
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="one pass over every managed JobSet, then exit (0: all passes succeeded)",
+    )
+    p.add_argument("--log-level", default=e("SHIM_LOG_LEVEL", "INFO"))
+    return p
+
+
+def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    args = build_parser(env).parse_args(argv)
+    scheduling = args.scheduling_api_version
+    owned = tuple(
+        (scheduling, kind) if api.startswith("scheduling.k8s.io/") else (api, kind)
+        for api, kind in DEFAULT_OWNED_KINDS
+    )
+    namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
+    return Config(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        decider_address=args.decider_address,
+        decider_timeout=args.decider_timeout,
+        decider_tls=args.decider_tls or bool(args.decider_ca_file or args.decider_cert_file),
+        decider_ca_file=args.decider_ca_file,
+        decider_cert_file=args.decider_cert_file,
+        decider_key_file=args.decider_key_file,
+        decider_server_name=args.decider_server_name,
+        controller_name=args.controller_name,
+        namespaces=namespaces,
+        feature_gates=parse_feature_gates(args.feature_gates),
+        owned_kinds=owned,
+        workers=args.workers,
+        max_parallel_writes=args.max_parallel_writes,
+        leader_elect=args.leader_elect,
+        leader_elect_namespace=args.leader_elect_namespace,
+        leader_elect_name=args.leader_elect_name,
+        identity=args.leader_elect_identity,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        once=args.once,
+        log_level=args.log_level,
+    )

@@ -1,0 +1,342 @@
+"""The shim: watch -> observe -> ask the decider -> apply.
+
+The shim decides nothing itself. It keeps a cache of the JobSets it manages and of the objects
+they control, turns one JobSet and its objects into a DecideRequest (decider_client.observe),
+and applies the plan. Everything else (which Jobs, which status, when to restart) is the
+decider's answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import grpc
+
+from decider.v1 import decider_pb2 as pb
+from decider_client import DeciderClient
+from decider_client.observe import build_decide_request
+from shim.apply import JOBSET_API_VERSION, Applier, NotLeader, StaleObservation
+from shim.config import Config
+from shim.informer import Informer, controller_ref
+from shim.kube import Kube, Obj, Resource
+from shim.leader import LeaderElector
+from shim.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+Key = tuple[str, str]
+
+
+@dataclass
+class Stats:
+    reconciles: int = 0
+    errors: int = 0
+    decide_seconds: list[float] = field(default_factory=list)
+
+
+class Shim:
+    def __init__(
+        self,
+        config: Config,
+        kube: Kube,
+        decider: DeciderClient,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.config = config
+        self.kube = kube
+        self.decider = decider
+        self.clock = clock
+        self.stats = Stats()
+        self.queue = WorkQueue(config.backoff_base, config.backoff_max)
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._leading = threading.Event()
+        self._lost = threading.Event()
+        self.elector: LeaderElector | None = None
+        if config.leader_elect:
+            self.elector = LeaderElector(
+                kube,
+                config.leader_elect_namespace,
+                config.leader_elect_name,
+                config.identity,
+                config.lease_duration,
+                config.renew_deadline,
+                config.retry_period,
+                on_started_leading=self._leading.set,
+                on_stopped_leading=self._on_lost,
+            )
+        self.applier = Applier(
+            kube, config.controller_name, config.identity, self.is_leader, config.max_parallel_writes
+        )
+        # Owned objects, indexed by the UID of their controlling JobSet.
+        self._owned: dict[str, dict[tuple[str, str, str], Obj]] = {}
+        self._owned_lock = threading.Lock()
+        self.jobsets = Informer(
+            kube,
+            kube.resource(JOBSET_API_VERSION, "JobSet"),
+            config.namespaces,
+            self._on_jobset,
+            watch_timeout=config.watch_timeout,
+        )
+        self.informers: list[Informer] = [self.jobsets]
+        for api_version, kind in config.owned_kinds:
+            if not kube.served(api_version, kind):
+                log.warning("%s %s is not served by this cluster: not watched", api_version, kind)
+                continue
+            self.informers.append(
+                Informer(
+                    kube,
+                    kube.resource(api_version, kind),
+                    config.namespaces,
+                    self._on_owned,
+                    watch_timeout=config.watch_timeout,
+                )
+            )
+        self.pods: Informer | None = None
+        if config.feature_gates.get("InPlaceRestart"):
+            # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
+            self.pods = Informer(
+                kube,
+                kube.resource("v1", "Pod"),
+                config.namespaces,
+                self._on_pod,
+                label_selector=JOBSET_NAME_LABEL,
+                watch_timeout=config.watch_timeout,
+            )
+            self.informers.append(self.pods)
+
+    # ---- leadership -----------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        if self._stop.is_set():
+            return False
+        return self.elector is None or self.elector.is_leader()
+
+    def _on_lost(self) -> None:
+        self._lost.set()
+        self._stop.set()
+        self.queue.shutdown()
+
+    # ---- event handlers -------------------------------------------------------------------
+
+    def ours(self, jobset: Obj) -> bool:
+        return (jobset.get("spec") or {}).get("managedBy") == self.config.controller_name
+
+    def _on_jobset(self, etype: str, obj: Obj, old: Obj | None) -> None:
+        if etype != "DELETED" and self.ours(obj):
+            meta = obj["metadata"]
+            self.queue.add((meta["namespace"], meta["name"]))
+
+    def _on_owned(self, etype: str, obj: Obj, old: Obj | None) -> None:
+        meta = obj["metadata"]
+        key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"])
+        with self._owned_lock:
+            if old is not None:
+                old_ref = controller_ref(old)
+                if old_ref is not None:
+                    bucket = self._owned.get(old_ref["uid"])
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:
+                            del self._owned[old_ref["uid"]]
+            ref = controller_ref(obj)
+            if ref is not None and etype != "DELETED":
+                self._owned.setdefault(ref["uid"], {})[key] = obj
+        ref = controller_ref(obj) or (controller_ref(old) if old else None)
+        if ref is not None and ref.get("kind") == "JobSet":
+            self.queue.add((meta.get("namespace", ""), ref["name"]))
+
+    def _on_pod(self, etype: str, obj: Obj, old: Obj | None) -> None:
+        meta = obj["metadata"]
+        name = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
+        if name:
+            self.queue.add((meta.get("namespace", ""), name))
+
+    def owned(self, jobset: Obj) -> list[Obj]:
+        uid = jobset["metadata"].get("uid", "")
+        with self._owned_lock:
+            out = list(self._owned.get(uid, {}).values())
+        if self.pods is not None:
+            ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
+            out.extend(
+                p
+                for p in self.pods.items()
+                if p["metadata"].get("namespace") == ns
+                and (p["metadata"].get("labels") or {}).get(JOBSET_NAME_LABEL) == name
+            )
+        return out
+
+    # ---- one pass ------------------------------------------------------------------------
+
+    def reconcile(self, key: Key) -> float:
+        """One observe -> decide -> apply pass; returns the requeue delay the plan asked for."""
+        namespace, name = key
+        jobset = self.jobsets.get(namespace, name)
+        if jobset is None or not self.ours(jobset):
+            return 0.0
+        if jobset["metadata"].get("deletionTimestamp"):
+            return 0.0
+        request = build_decide_request(
+            jobset,
+            self.owned(jobset),
+            self.clock(),
+            self.config.controller_name,
+            self.config.feature_gates,
+        )
+        started = time.perf_counter()
+        plan: pb.DecideResponse = self.decider.decide(request, timeout=self.config.decider_timeout)
+        self.stats.decide_seconds.append(time.perf_counter() - started)
+        if plan.actions:
+            log.info(
+                "%s/%s: %s",
+                namespace,
+                name,
+                "; ".join(plan.explanation) or f"{len(plan.actions)} actions",
+            )
+        self.applier.apply(jobset, plan)
+        return float(plan.requeue_after_seconds)
+
+    def process(self, key: Key) -> bool:
+        """Reconcile one key with the queue's bookkeeping; False if the pass failed."""
+        self.stats.reconciles += 1
+        try:
+            requeue = self.reconcile(key)
+        except NotLeader:
+            return False
+        except StaleObservation as exc:
+            log.info("%s/%s: %s; observing again", key[0], key[1], exc)
+            self.queue.add_rate_limited(key)
+            return False
+        except grpc.RpcError as exc:
+            self.stats.errors += 1
+            delay = self.queue.add_rate_limited(key)
+            log.warning(
+                "%s/%s: decider call failed (%s); retrying in %.2fs",
+                key[0],
+                key[1],
+                exc.code() if hasattr(exc, "code") else exc,
+                delay,
+            )
+            return False
+        except Exception as exc:  # noqa: BLE001 - any failure is retried with backoff
+            self.stats.errors += 1
+            delay = self.queue.add_rate_limited(key)
+            log.warning("%s/%s: reconcile failed: %s; retrying in %.2fs", key[0], key[1], exc, delay)
+            return False
+        self.queue.forget(key)
+        if requeue > 0:
+            self.queue.add_after(key, requeue)
+        return True
+
+    def _worker(self) -> None:
+        while not self._stop.is_set():
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                if self.is_leader():
+                    self.process(key)  # type: ignore[arg-type]
+            finally:
+                self.queue.done(key)
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def start_informers(self, timeout: float = 60.0) -> None:
+        for inf in self.informers:
+            inf.start()
+        for inf in self.informers:
+            if not inf.wait_synced(timeout):
+                raise TimeoutError(f"cache of {inf.resource.plural} did not sync in {timeout}s")
+
+    def managed_keys(self) -> list[Key]:
+        return sorted(
+            (j["metadata"]["namespace"], j["metadata"]["name"])
+            for j in self.jobsets.items()
+            if self.ours(j)
+        )
+
+    def start(self) -> None:
+        """Start watching and, once leader, reconciling. Returns at once."""
+        self.start_informers(self.config.cache_sync_timeout)
+        if self.elector is not None:
+            self.elector.start()
+        threading.Thread(target=self._start_workers, name="shim-start", daemon=True).start()
+
+    def _start_workers(self) -> None:
+        if self.elector is not None:
+            while not self._leading.wait(0.1):
+                if self._stop.is_set():
+                    return
+        if self._stop.is_set():
+            return
+        # Everything the cache holds gets a pass as soon as this replica may act.
+        for key in self.managed_keys():
+            self.queue.add(key)
+        for i in range(self.config.workers):
+            t = threading.Thread(target=self._worker, name=f"shim-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+
+    def run(self) -> int:
+        """Run until stop() or lost leadership; the exit status for main()."""
+        self.start()
+        self._stop.wait()
+        self.shutdown()
+        return 1 if self._lost.is_set() else 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.shutdown()
+
+    def shutdown(self, release: bool = True) -> None:
+        """Graceful: stop taking work, let in-flight passes finish, release the lease."""
+        self.stop()
+        for t in self._workers:
+            t.join(timeout=self.config.decider_timeout + 10)
+        for inf in self.informers:
+            inf.stop()
+        for inf in self.informers:
+            inf.join(2.0)
+        self.applier.close()
+        if self.elector is not None:
+            self.elector.stop(release=release)
+
+    def kill(self) -> None:
+        """Stop abruptly, as a crashed process would: no lease release, no waiting."""
+        self._stop.set()
+        self.queue.shutdown()
+        for inf in self.informers:
+            inf.stop()
+        if self.elector is not None:
+            self.elector.stop(release=False)
+
+    def run_once(self) -> int:
+        """One pass over every managed JobSet, then exit: 0 if every pass succeeded."""
+        self.start_informers(self.config.cache_sync_timeout)
+        try:
+            if self.elector is not None:
+                if not self.elector.try_acquire_or_renew():
+                    log.error("another replica holds lease %s", self.config.leader_elect_name)
+                    return 3
+                self.elector._leading = True
+                self.elector._last_renew = time.monotonic()
+            failed = 0
+            for key in self.managed_keys():
+                try:
+                    self.reconcile(key)
+                except Exception as exc:  # noqa: BLE001 - report and go on with the others
+                    failed += 1
+                    log.error("%s/%s: %s", key[0], key[1], exc)
+            return 1 if failed else 0
+        finally:
+            for inf in self.informers:
+                inf.stop()
+            self.applier.close()
+            if self.elector is not None and self.elector._leading:
+                self.elector.release()

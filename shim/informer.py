@@ -1,0 +1,202 @@
+"""List + watch into a local cache, one reflector thread per (kind, namespace).
+
+Semantics of client-go's reflector: list, then watch from the list's resourceVersion with
+bookmarks; a watch that ends is resumed from the last resourceVersion seen (an event's or a
+bookmark's); `410 Gone` (as an HTTP status or an ERROR event) forces a fresh list, which is
+diffed against the cache so that deletions missed while away are still delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from shim.kube import Kube, Obj, Resource, WatchStream
+
+log = logging.getLogger(__name__)
+
+# (event type "ADDED" | "MODIFIED" | "DELETED", the object, the previous object if any)
+Handler = Callable[[str, Obj, Obj | None], None]
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old: list again."""
+
+
+class Informer:
+    def __init__(
+        self,
+        kube: Kube,
+        resource: Resource,
+        namespaces: list[str] | None,
+        handler: Handler,
+        label_selector: str = "",
+        watch_timeout: tuple[int, int] = (300, 600),
+    ) -> None:
+        self.kube = kube
+        self.resource = resource
+        self.namespaces: list[str | None] = list(namespaces) if namespaces else [None]
+        self.handler = handler
+        self.label_selector = label_selector
+        self.watch_timeout = watch_timeout
+        self._store: dict[tuple[str, str], Obj] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._synced = [threading.Event() for _ in self.namespaces]
+        self._streams: dict[int, WatchStream] = {}
+        self.relists = 0
+
+    # ---- cache reads ----------------------------------------------------------------------
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            return self._store.get((namespace, name))
+
+    def items(self) -> list[Obj]:
+        with self._lock:
+            return list(self._store.values())
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for i, ns in enumerate(self.namespaces):
+            t = threading.Thread(
+                target=self._run,
+                args=(i, ns),
+                name=f"informer-{self.resource.plural}-{ns or 'all'}",
+                daemon=True,
+            )
+            t.start()
+            self._threads.append(t)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return all(e.wait(timeout) for e in self._synced)
+
+    @property
+    def synced(self) -> bool:
+        return all(e.is_set() for e in self._synced)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            streams = list(self._streams.values())
+        for s in streams:
+            s.close()
+
+    def join(self, timeout: float = 5.0) -> None:
+        for t in self._threads:
+            t.join(timeout)
+
+    # ---- reflector ------------------------------------------------------------------------
+
+    def _run(self, index: int, namespace: str | None) -> None:
+        rv: str | None = None
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._list(namespace)
+                    self._synced[index].set()
+                rv = self._watch(index, namespace, rv)
+                backoff = 0.1
+            except Gone:
+                log.info("%s: resourceVersion expired, listing again", self.resource.plural)
+                self.relists += 1
+                rv = None
+            except Exception as exc:  # noqa: BLE001 - a reflector retries whatever happened
+                if self._stop.is_set():
+                    return
+                if isinstance(exc, ApiException) and exc.status == 410:
+                    self.relists += 1
+                    rv = None
+                    continue
+                log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _in_scope(self, namespace: str | None, key: tuple[str, str]) -> bool:
+        return namespace is None or key[0] == namespace
+
+    def _list(self, namespace: str | None) -> str:
+        out = self.kube.list(self.resource, namespace, self.label_selector)
+        fresh: dict[tuple[str, str], Obj] = {}
+        for item in out.get("items") or []:
+            meta = item["metadata"]
+            fresh[(meta.get("namespace", ""), meta["name"])] = item
+        events: list[tuple[str, Obj, Obj | None]] = []
+        with self._lock:
+            for key, old in list(self._store.items()):
+                if self._in_scope(namespace, key) and key not in fresh:
+                    del self._store[key]
+                    events.append(("DELETED", old, old))
+            for key, obj in fresh.items():
+                old = self._store.get(key)
+                self._store[key] = obj
+                if old is None:
+                    events.append(("ADDED", obj, None))
+                elif old["metadata"].get("resourceVersion") != obj["metadata"].get(
+                    "resourceVersion"
+                ):
+                    events.append(("MODIFIED", obj, old))
+        for event in events:
+            self._deliver(*event)
+        return str(out["metadata"].get("resourceVersion", ""))
+
+    def _watch(self, index: int, namespace: str | None, rv: str) -> str:
+        timeout = random.randint(*self.watch_timeout)
+        stream = self.kube.watch(self.resource, namespace, rv, timeout, self.label_selector)
+        with self._lock:
+            self._streams[index] = stream
+        if self._stop.is_set():
+            stream.close()
+        try:
+            for event in stream:
+                etype = event.get("type")
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    if obj.get("code") == 410:
+                        raise Gone()
+                    raise ApiException(status=obj.get("code", 500), reason=obj.get("message"))
+                new_rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if etype == "BOOKMARK":
+                    rv = new_rv or rv
+                    continue
+                if etype not in ("ADDED", "MODIFIED", "DELETED"):
+                    continue
+                obj.setdefault("apiVersion", self.resource.api_version)
+                obj.setdefault("kind", self.resource.kind)
+                meta = obj["metadata"]
+                key = (meta.get("namespace", ""), meta["name"])
+                with self._lock:
+                    old = self._store.get(key)
+                    if etype == "DELETED":
+                        self._store.pop(key, None)
+                    else:
+                        self._store[key] = obj
+                self._deliver(etype, obj, old)
+                rv = new_rv or rv
+                if self._stop.is_set():
+                    break
+        finally:
+            with self._lock:
+                self._streams.pop(index, None)
+        return rv
+
+    def _deliver(self, etype: str, obj: Obj, old: Obj | None) -> None:
+        try:
+            self.handler(etype, obj, old)
+        except Exception:  # noqa: BLE001 - one bad handler call must not kill the reflector
+            log.exception("%s: event handler failed", self.resource.plural)
+
+
+def controller_ref(obj: Obj) -> dict[str, Any] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") is True:
+            return ref
+    return None

@@ -1,0 +1,297 @@
+"""Generic Kubernetes REST over the official client.
+
+Every call goes through `kubernetes.client.ApiClient` (its configuration, authentication, TLS and
+connection pool), but paths are built from apiVersion/kind, so the shim can read, create and
+delete any kind a plan names, including kinds added after this code was written. Objects stay
+plain dicts in the API server's JSON, which is also what the decider client consumes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class Resource:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rsplit("/", 1)[0] if "/" in self.api_version else ""
+
+    def path(self, namespace: str | None = None, name: str = "", subresource: str = "") -> str:
+        base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+# Kinds the shim knows without asking discovery; any other kind is looked up once per
+# group/version. Keyed by (group, kind) because plural and scope do not change across versions.
+_KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
+    ("", "Pod"): ("pods", True),
+    ("", "Service"): ("services", True),
+    ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("", "Event"): ("events", True),
+    ("batch", "Job"): ("jobs", True),
+    ("coordination.k8s.io", "Lease"): ("leases", True),
+    ("jobset.x-k8s.io", "JobSet"): ("jobsets", True),
+    ("scheduling.k8s.io", "Workload"): ("workloads", True),
+    ("scheduling.k8s.io", "PodGroup"): ("podgroups", True),
+}
+
+
+class ResourceNotServed(Exception):
+    """The API server does not serve this apiVersion/kind."""
+
+
+def status_reason(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("reason", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+class Kube:
+    """Dict-in, dict-out REST calls through one `ApiClient`."""
+
+    def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0) -> None:
+        self.api = api_client
+        self.request_timeout = request_timeout
+        self._resources: dict[tuple[str, str], Resource] = {}
+        self._discovered: dict[str, list[Obj] | None] = {}
+        self._lock = threading.Lock()
+
+    # ---- resource resolution --------------------------------------------------------------
+
+    def discover(self, api_version: str) -> list[Obj] | None:
+        """The APIResourceList of a group/version, or None when it is not served."""
+        with self._lock:
+            if api_version in self._discovered:
+                return self._discovered[api_version]
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            doc = self.request("GET", path)
+            resources: list[Obj] | None = list(doc.get("resources") or [])
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            resources = None
+        with self._lock:
+            self._discovered[api_version] = resources
+        return resources
+
+    def served(self, api_version: str, kind: str) -> bool:
+        resources = self.discover(api_version)
+        return resources is not None and any(
+            r.get("kind") == kind and "/" not in r.get("name", "") for r in resources
+        )
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        key = (api_version, kind)
+        with self._lock:
+            found = self._resources.get(key)
+        if found is not None:
+            return found
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        known = _KNOWN.get((group, kind))
+        if known is not None:
+            res = Resource(api_version, kind, known[0], known[1])
+        else:
+            entry = next(
+                (
+                    r
+                    for r in self.discover(api_version) or []
+                    if r.get("kind") == kind and "/" not in r.get("name", "")
+                ),
+                None,
+            )
+            if entry is None:
+                # A kind installed after our first look (a CRD applied later): ask once more.
+                with self._lock:
+                    self._discovered.pop(api_version, None)
+                entry = next(
+                    (
+                        r
+                        for r in self.discover(api_version) or []
+                        if r.get("kind") == kind and "/" not in r.get("name", "")
+                    ),
+                    None,
+                )
+            if entry is None:
+                raise ResourceNotServed(f"{kind} in {api_version} is not served by the API server")
+            res = Resource(api_version, kind, entry["name"], bool(entry.get("namespaced", True)))
+        with self._lock:
+            self._resources[key] = res
+        return res
+
+    # ---- requests -------------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: Any,
+        content_type: str,
+        timeout: Any,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        req = self.api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        return self.api.call_api(*req, _request_timeout=timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        resp = self._send(method, path, query, body, content_type, self.request_timeout)
+        data = resp.read()
+        if not 200 <= resp.status <= 299:
+            raise ApiException.from_response(
+                http_resp=resp, body=data.decode("utf-8", "replace") if data else None, data=None
+            )
+        return json.loads(data) if data else None
+
+    def get(self, res: Resource, namespace: str, name: str) -> Obj:
+        return self.request("GET", res.path(namespace, name))
+
+    def list(self, res: Resource, namespace: str | None, label_selector: str = "") -> Obj:
+        query = {"labelSelector": label_selector} if label_selector else None
+        out = self.request("GET", res.path(namespace), query)
+        # Items of built-in lists come without apiVersion/kind; every consumer wants them.
+        for item in out.get("items") or []:
+            item.setdefault("apiVersion", res.api_version)
+            item.setdefault("kind", res.kind)
+        return out
+
+    def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
+        return self.request("POST", res.path(namespace), body=body)
+
+    def replace_status(self, res: Resource, namespace: str, name: str, body: Obj) -> Obj:
+        return self.request("PUT", res.path(namespace, name, "status"), body=body)
+
+    def replace(self, res: Resource, namespace: str, name: str, body: Obj) -> Obj:
+        return self.request("PUT", res.path(namespace, name), body=body)
+
+    def merge_patch(
+        self, res: Resource, namespace: str, name: str, patch: Obj, subresource: str = ""
+    ) -> Obj:
+        return self.request(
+            "PATCH", res.path(namespace, name, subresource), body=patch, content_type=MERGE_PATCH
+        )
+
+    def delete(
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        uid: str = "",
+        propagation_policy: str = "Background",
+    ) -> Obj:
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        return self.request("DELETE", res.path(namespace, name), body=body)
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        timeout_seconds: int,
+        label_selector: str = "",
+    ) -> WatchStream:
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if label_selector:
+            query["labelSelector"] = label_selector
+        # The read timeout outlives the server-side timeout, so a silent connection is noticed.
+        resp = self._send("GET", res.path(namespace), query, None, "", (10, timeout_seconds + 30))
+        if not 200 <= resp.status <= 299:
+            data = resp.read()
+            raise ApiException.from_response(
+                http_resp=resp, body=data.decode("utf-8", "replace") if data else None, data=None
+            )
+        return WatchStream(resp.response)
+
+
+class WatchStream:
+    """The events of one watch request; `close()` from another thread unblocks the reader."""
+
+    def __init__(self, response: Any) -> None:
+        self._resp = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Obj]:
+        try:
+            for line in iter_resp_lines(self._resp):
+                if not line:
+                    continue
+                yield json.loads(line)
+        except Exception:
+            if self._closed:
+                return
+            raise
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            self._resp.close()
+            self._resp.release_conn()
+        except Exception:  # noqa: BLE001 - nothing left to do with a dead connection
+            pass
+
+    def close(self) -> None:
+        self._closed = True
+        conn = getattr(self._resp, "connection", None)
+        sock = getattr(conn, "sock", None) if conn is not None else None
+        if sock is not None:
+            try:
+                # Shutting the socket down wakes a reader blocked in recv; close() alone may not.
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

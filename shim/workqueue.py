@@ -1,0 +1,132 @@
+"""A work queue keyed by JobSet, with client-go's guarantees.
+
+- A key is queued at most once: events that arrive while it waits are coalesced.
+- A key is processed by at most one worker at a time: an add during processing marks it dirty
+  and it is queued again when that worker calls `done`.
+- `add_after` schedules a key (requeueAfter), keeping the earliest due time.
+- `add_rate_limited` requeues a failed key with per-key exponential backoff; `forget` resets it.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import threading
+import time
+from collections.abc import Hashable
+
+
+class WorkQueue:
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 300.0) -> None:
+        self._cond = threading.Condition()
+        self._queue: collections.deque[Hashable] = collections.deque()
+        self._dirty: set[Hashable] = set()
+        self._processing: set[Hashable] = set()
+        self._waiting: dict[Hashable, float] = {}
+        self._heap: list[tuple[float, int, Hashable]] = []
+        self._seq = 0
+        self._failures: dict[Hashable, int] = {}
+        self._base = base_delay
+        self._max = max_delay
+        self._shutdown = False
+
+    def add(self, key: Hashable) -> None:
+        with self._cond:
+            self._add_locked(key)
+
+    def _add_locked(self, key: Hashable) -> None:
+        if self._shutdown or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key not in self._processing:
+            self._queue.append(key)
+            self._cond.notify()
+
+    def add_after(self, key: Hashable, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        due = time.monotonic() + delay
+        with self._cond:
+            if self._shutdown:
+                return
+            current = self._waiting.get(key)
+            if current is not None and current <= due:
+                return
+            self._waiting[key] = due
+            self._seq += 1
+            heapq.heappush(self._heap, (due, self._seq, key))
+            self._cond.notify()
+
+    def add_rate_limited(self, key: Hashable) -> float:
+        with self._cond:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        delay = min(self._base * (2**failures), self._max)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: Hashable) -> None:
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def failures(self, key: Hashable) -> int:
+        with self._cond:
+            return self._failures.get(key, 0)
+
+    def _promote_due_locked(self) -> float | None:
+        """Move due delayed keys to the queue; returns seconds until the next one, if any."""
+        now = time.monotonic()
+        while self._heap:
+            due, _, key = self._heap[0]
+            if self._waiting.get(key) != due:
+                heapq.heappop(self._heap)  # superseded by an earlier schedule
+                continue
+            if due > now:
+                return due - now
+            heapq.heappop(self._heap)
+            del self._waiting[key]
+            self._add_locked(key)
+        return None
+
+    def get(self, timeout: float | None = None) -> Hashable | None:
+        """The next key to process, or None on shutdown or timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                next_due = self._promote_due_locked()
+                if self._queue:
+                    key = self._queue.popleft()
+                    self._processing.add(key)
+                    self._dirty.discard(key)
+                    return key
+                if self._shutdown:
+                    return None
+                wait = next_due
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return None
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(wait)
+
+    def done(self, key: Hashable) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._queue.append(key)
+                self._cond.notify()
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing being processed (delayed keys do not count)."""
+        with self._cond:
+            return not self._queue and not self._processing
