@@ -311,12 +311,11 @@ def _object_meta_errors(meta: Any) -> list[FieldError]:
     if name:
         errs.extend(FieldError("metadata.name", m) for m in k8s_names.is_dns1123_subdomain(name))
     elif generate_name:
-        # The prefix is validated as a name with a trailing dash allowed (MaskTrailingDash).
-        prefix = (
-            generate_name[:-1]
-            if len(generate_name) > 1 and generate_name.endswith("-")
-            else generate_name
-        )
+        # apimachinery's MaskTrailingDash: a trailing '-' is allowed in a prefix, so it is
+        # replaced by a letter before the prefix is validated as a name.
+        prefix = generate_name
+        if len(prefix) > 1 and prefix.endswith("-"):
+            prefix = prefix[:-1] + "a"
         errs.extend(
             FieldError("metadata.generateName", m) for m in k8s_names.is_dns1123_subdomain(prefix)
         )
