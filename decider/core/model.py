@@ -41,9 +41,10 @@ class Toleration:
 
 @dataclass(slots=True)
 class PodTemplateSummary:
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    node_selector: dict[str, str] = field(default_factory=dict)
+    # Mappings, not dicts: an adapter may hand over read-only maps it already has.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: list[Toleration] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
 
@@ -55,8 +56,8 @@ class ObservedJob:
     name: str
     uid: str = ""
     controller_uid: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
     suspend: bool | None = None
     parallelism: int | None = None
     completions: int | None = None

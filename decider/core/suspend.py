@@ -63,6 +63,7 @@ def resume_patch(job: ObservedJob, template: dict[str, Any]) -> dict[str, Any]:
             (pod_meta, "labels", current.labels, meta.get("labels")),
             (pod_meta, "annotations", current.annotations, meta.get("annotations")),
             (pod_spec, "nodeSelector", current.node_selector, spec.get("nodeSelector"))):
+        have = dict(have)
         merged = {**have, **(want or {})}
         if merged != have:
             out[key] = merged
