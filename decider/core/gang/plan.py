@@ -67,7 +67,7 @@ def resolve_target(target: str, api_version: str) -> tuple[Generation, GangTarge
 def _existing(existing: Iterable[Any]) -> list[dict[str, Any]]:
     if existing is None:
         return []
-    if isinstance(existing, dict | str | bytes):
+    if isinstance(existing, dict | str | bytes) or not hasattr(existing, "__iter__"):
         raise InvalidInput.at("existing", "must be a list of objects")
     out = []
     for i, obj in enumerate(existing):
@@ -281,10 +281,11 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]
         count = parallelism if f.completions is None else min(parallelism, f.completions)
         probe = copy.deepcopy(obj)
         probe.pop("status", None)  # the gang shape does not depend on progress
-        meta = probe.setdefault("metadata", {})
-        meta.setdefault("name", "job")
-        if not meta.get("uid"):
-            meta["uid"] = "pod-sets-probe"
+        # Pod sets need no identity; give the probe one so the name hashes can run.
+        meta = dict(probe.get("metadata") or {})
+        meta["name"] = meta.get("name") or "job"
+        meta["uid"] = meta.get("uid") or "pod-sets-probe"
+        probe["metadata"] = meta
         groups = jobrules.plan_job(probe, [], gen.job_rules, native, native).groups
         return [_pod_set("main", count, None, groups[0] if groups else None, ["main"])]
     f = jsrules.read_jobset(obj, need_identity=False)
