@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from decider.core import conditions
 from decider.core import constants as c
@@ -32,8 +32,11 @@ def _failure(job: ObservedJob) -> JobCondition | None:
 
 def _failure_key(cond: JobCondition) -> tuple[int, datetime]:
     # A Failed condition with no time sorts first, as a zero metav1.Time does in Go.
+    # Compare instants, not wall clocks: a time written with a UTC offset is converted first
+    # (dropping the tzinfo alone made 11:30+02:00 sort after 10:00Z; metav1.Time.Before compares
+    # absolute times, so upstream's findFirstFailedJob picks the 09:30Z failure).
     t = parse_time(cond.last_transition_time)
-    return (0, datetime.min) if t is None else (1, t.replace(tzinfo=None))
+    return (0, datetime.min) if t is None else (1, t.astimezone(UTC).replace(tzinfo=None))
 
 
 def first_failed(jobs: list[ObservedJob],
