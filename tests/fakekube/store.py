@@ -248,6 +248,17 @@ class Store:
                     w.close()
                 watchers.clear()
 
+    def drop_watches(self) -> int:
+        """End every open watch, as an API server restart or a load balancer would."""
+        with self._lock:
+            n = 0
+            for watchers in self._watchers.values():
+                for w in watchers:
+                    w.close()
+                    n += 1
+                watchers.clear()
+            return n
+
     @property
     def resource_version(self) -> int:
         with self._lock:

@@ -1,0 +1,170 @@
+"""Failure, restart, ordering, suspension and TTL, carried end to end by the shim."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+
+
+def _status(cluster, name):
+    return (cluster.jobset(name) or {}).get("status") or {}
+
+
+def _all_active(cluster, prefix, n):
+    jobs = cluster.live_jobs(prefix)
+    return len(jobs) == n and all((j.get("status") or {}).get("active") for j in jobs)
+
+
+def test_fail_jobset_policy_fails_and_deletes_active_jobs(cluster, shims):
+    shims.start()
+    policy = {"maxRestarts": 3, "rules": [{"name": "failFast", "action": "FailJobSet"}]}
+    cluster.create_jobset(jobset("fj", rjob("workers", 3), failure_policy=policy))
+    wait_for(lambda: _all_active(cluster, "fj-", 3), what="3 active jobs")
+    cluster.sim.fail(NS, "fj-workers-1")
+    cond = wait_for(lambda: cluster.condition("fj", "Failed"), what="Failed condition")
+    assert cond["reason"] == "FailJobSetFailurePolicyAction"
+    assert _status(cluster, "fj")["terminalState"] == "Failed"
+    assert _status(cluster, "fj")["restarts"] == 0
+    # The two still-active Jobs are deleted; the failed one stays for inspection.
+    wait_for(lambda: cluster.job_names("fj-") == ["fj-workers-1"], what="active jobs deleted")
+    deletes = cluster.kube.writes("/jobs/fj-workers-[02]$", "DELETE")
+    assert deletes and all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
+    assert all(r.body["preconditions"]["uid"] for r in deletes)
+    assert ("Warning", "FailJobSetFailurePolicyAction") in cluster.events("fj")
+
+
+def test_restart_jobset_recreates_jobs_once(cluster, shims):
+    shims.start()
+    cluster.create_jobset(jobset("rs", rjob("workers", 2), failure_policy={"maxRestarts": 3}))
+    wait_for(lambda: _all_active(cluster, "rs-", 2), what="2 active jobs")
+    first_uids = {j["metadata"]["uid"] for j in cluster.live_jobs("rs-")}
+    cluster.sim.fail(NS, "rs-workers-0")
+
+    def recreated():
+        jobs = cluster.live_jobs("rs-")
+        return (
+            len(jobs) == 2
+            and all(j["metadata"]["labels"][ATTEMPT] == "1" for j in jobs)
+            and all((j.get("status") or {}).get("active") for j in jobs)
+        )
+
+    wait_for(recreated, timeout=15, what="jobs recreated with restart-attempt 1")
+    assert not first_uids & {j["metadata"]["uid"] for j in cluster.live_jobs("rs-")}
+    status = _status(cluster, "rs")
+    assert status["restarts"] == 1 and status["restartsCountTowardsMax"] == 1
+    created = collections.Counter(r.body["metadata"]["name"] for r in cluster.creates())
+    assert created == {"rs-workers-0": 2, "rs-workers-1": 2}
+    assert ("Warning", "RestartJobSetFailurePolicyAction") in cluster.events("rs")
+    # Once all new Jobs are ready the restart is over.
+    cond = wait_for(
+        lambda: next(
+            (c for c in _status(cluster, "rs").get("conditions", [])
+             if c["type"] == "RestartingJobSet" and c["status"] == "False"),
+            None,
+        ),
+        what="RestartingJobSet=False",
+    )
+    assert cond["reason"] == "JobsReady"
+
+
+def test_max_restarts_exhausted_fails(cluster, shims):
+    shims.start()
+    cluster.create_jobset(jobset("mx", rjob("workers", 1), failure_policy={"maxRestarts": 0}))
+    wait_for(lambda: _all_active(cluster, "mx-", 1), what="active job")
+    cluster.sim.fail(NS, "mx-workers-0")
+    cond = wait_for(lambda: cluster.condition("mx", "Failed"), what="Failed")
+    assert cond["reason"] == "ReachedMaxRestarts"
+
+
+def test_depends_on_orders_creation(cluster, shims):
+    shims.start()
+    cluster.create_jobset(
+        jobset(
+            "dep",
+            rjob("init", 1),
+            rjob("workers", 2, depends_on=[("init", "Complete")]),
+        )
+    )
+    wait_for(lambda: cluster.job_names("dep-") == ["dep-init-0"], what="init job")
+    wait_for(lambda: _all_active(cluster, "dep-init", 1), what="init active")
+    # The decider has seen init running; workers still wait for it to complete.
+    time.sleep(0.4)
+    assert cluster.job_names("dep-workers") == []
+    cluster.sim.succeed(NS, "dep-init-0")
+    wait_for(
+        lambda: cluster.job_names("dep-workers") == ["dep-workers-0", "dep-workers-1"],
+        what="workers created after init completed",
+    )
+
+
+def test_suspend_and_resume(cluster, shims):
+    shims.start()
+    cluster.create_jobset(jobset("sus", rjob("workers", 2), suspend=True))
+    wait_for(lambda: len(cluster.live_jobs("sus-")) == 2, what="suspended jobs created")
+    assert all(j["spec"]["suspend"] is True for j in cluster.live_jobs("sus-"))
+    cond = wait_for(lambda: cluster.condition("sus", "Suspended"), what="Suspended=True")
+    assert cond["reason"] == "SuspendedJobs"
+    assert all(not (j.get("status") or {}).get("startTime") for j in cluster.live_jobs("sus-"))
+
+    cluster.store.mutate(
+        cluster.jobsets_rt, NS, "sus", lambda js: js["spec"].__setitem__("suspend", False), False
+    )
+    wait_for(lambda: _all_active(cluster, "sus-", 2), what="jobs resumed and running")
+    assert all(j["spec"]["suspend"] is False for j in cluster.live_jobs("sus-"))
+    wait_for(
+        lambda: any(
+            c["type"] == "Suspended" and c["status"] == "False" and c["reason"] == "ResumeJobs"
+            for c in _status(cluster, "sus").get("conditions", [])
+        ),
+        what="Suspended=False/ResumeJobs",
+    )
+
+    # Suspending a running JobSet suspends its Jobs again.
+    cluster.store.mutate(
+        cluster.jobsets_rt, NS, "sus", lambda js: js["spec"].__setitem__("suspend", True), False
+    )
+    wait_for(
+        lambda: all(j["spec"]["suspend"] for j in cluster.live_jobs("sus-")), what="re-suspended"
+    )
+
+
+def test_completion_then_ttl_deletes_jobset(cluster, shims):
+    shims.start()
+    cluster.create_jobset(jobset("ttl", rjob("workers", 2), ttl=1))
+    wait_for(lambda: _all_active(cluster, "ttl-", 2), what="active jobs")
+    cluster.sim.succeed(NS, "ttl-workers-0")
+    cluster.sim.succeed(NS, "ttl-workers-1")
+    cond = wait_for(lambda: cluster.condition("ttl", "Completed"), what="Completed")
+    assert cond["reason"] == "AllJobsCompleted"
+    assert cluster.jobset("ttl") is not None
+    # ttlSecondsAfterFinished=1: the decider asks for a requeue, then the JobSet is deleted, and
+    # the garbage collector takes its Jobs and Service with it.
+    wait_for(lambda: cluster.jobset("ttl") is None, timeout=8, what="JobSet deleted by TTL")
+    deletes = cluster.kube.writes("/jobsets/ttl$", "DELETE")
+    # A pass decided on a cache that had not yet seen the deletion may send it again: harmless,
+    # since every delete names the same object by UID.
+    assert deletes and {r.body["preconditions"]["uid"] for r in deletes} == {
+        r.body["preconditions"]["uid"] for r in deletes[:1]}
+    assert all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
+    wait_for(lambda: not cluster.jobs(prefix="ttl-"), what="jobs garbage-collected")
+
+
+def test_other_managed_by_is_never_touched(cluster, shims):
+    shims.start()
+    cluster.create_jobset(jobset("theirs", rjob("workers", 1), managed_by="example.com/other"))
+    cluster.create_jobset(jobset("upstream", rjob("workers", 1), managed_by=None))
+    cluster.create_jobset(jobset("ours", rjob("workers", 1)))
+    wait_for(lambda: _all_active(cluster, "ours-", 1), what="our JobSet running")
+    wait_for(lambda: (cluster.jobset("ours").get("status") or {}).get("replicatedJobsStatus"))
+    time.sleep(0.3)
+    touched = [
+        r for r in cluster.kube.writes("/(theirs|upstream)")
+    ] + [r for r in cluster.creates() if r.body["metadata"]["name"].startswith(("theirs", "up"))]
+    assert touched == []
+    assert cluster.jobs(prefix="theirs") == [] and cluster.jobs(prefix="upstream") == []
+    assert "status" not in cluster.jobset("theirs")
+    assert "status" not in cluster.jobset("upstream")

@@ -1,0 +1,85 @@
+"""The work queue's guarantees: coalescing, one in flight per key, delays, backoff."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from shim.workqueue import WorkQueue
+
+
+def test_events_for_a_waiting_key_coalesce():
+    q = WorkQueue()
+    for _ in range(5):
+        q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert q.get(0.1) == "a" and q.get(0.1) == "b" and q.get(0.05) is None
+
+
+def test_a_key_is_never_processed_twice_at_once():
+    q = WorkQueue()
+    q.add("a")
+    assert q.get(0.1) == "a"
+    q.add("a")  # arrives while "a" is being processed
+    assert q.get(0.05) is None  # not handed to a second worker
+    q.done("a")
+    assert q.get(0.1) == "a"  # but processed again afterwards
+    q.done("a")
+    assert q.idle()
+
+
+def test_concurrent_workers_respect_one_in_flight():
+    q = WorkQueue()
+    active: dict[str, int] = {}
+    overlap = []
+    lock = threading.Lock()
+
+    def worker():
+        while (key := q.get(0.3)) is not None:
+            with lock:
+                active[key] = active.get(key, 0) + 1
+                if active[key] > 1:
+                    overlap.append(key)
+            time.sleep(0.002)
+            with lock:
+                active[key] -= 1
+            q.done(key)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(300):
+        q.add(f"k{i % 3}")
+    for t in threads:
+        t.join()
+    assert overlap == []
+
+
+def test_add_after_keeps_the_earliest_due_time():
+    q = WorkQueue()
+    q.add_after("a", 5.0)
+    q.add_after("a", 0.05)
+    q.add_after("a", 3.0)
+    started = time.monotonic()
+    assert q.get(1.0) == "a"
+    assert time.monotonic() - started < 0.5
+
+
+def test_rate_limited_backoff_grows_and_forget_resets():
+    q = WorkQueue(base_delay=0.01, max_delay=0.08)
+    delays = [q.add_rate_limited("a") for _ in range(5)]
+    assert delays == [0.01, 0.02, 0.04, 0.08, 0.08]
+    q.forget("a")
+    assert q.add_rate_limited("a") == 0.01
+
+
+def test_shutdown_wakes_waiting_workers():
+    q = WorkQueue()
+    got = []
+    t = threading.Thread(target=lambda: got.append(q.get()))
+    t.start()
+    time.sleep(0.05)
+    q.shutdown()
+    t.join(1.0)
+    assert got == [None]
