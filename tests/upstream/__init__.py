@@ -1,0 +1,1 @@
+"""Upstream-parity scenarios: kubernetes-sigs/jobset's unit and integration tests, ported."""
