@@ -73,10 +73,35 @@ FAILURE_ACTIONS = (
     RESTART_JOB_IGNORE_MAX,
 )
 
+# Failure actions that restart one Job, and so need the RestartJob gate.
+RESTART_JOB_ACTIONS = (RESTART_JOB, RESTART_JOB_IGNORE_MAX)
+
 # Restart strategies.
 RECREATE = "Recreate"
 BLOCKING_RECREATE = "BlockingRecreate"
 IN_PLACE_RESTART = "InPlaceRestart"
+
+# Enums of the CRD's structural schema, in the CRD's order: admission's error messages and the
+# core's InvalidInput messages list them so, and both check against these same tuples.
+RESTART_STRATEGIES = (RECREATE, BLOCKING_RECREATE, IN_PLACE_RESTART)
+OPERATOR_ALL = "All"
+OPERATOR_ANY = "Any"
+OPERATORS = (OPERATOR_ALL, OPERATOR_ANY)
+ANY_ORDER = "AnyOrder"
+IN_ORDER = "InOrder"
+STARTUP_ORDERS = (ANY_ORDER, IN_ORDER)
+DEPENDS_ON_READY = "Ready"
+DEPENDS_ON_COMPLETE = "Complete"
+DEPENDS_ON_STATUSES = (DEPENDS_ON_READY, DEPENDS_ON_COMPLETE)
+RETENTION_DELETE = "Delete"
+RETENTION_RETAIN = "Retain"
+RETENTION_POLICIES = (RETENTION_DELETE, RETENTION_RETAIN)
+
+# batch/v1 completionMode of every child Job the webhook defaults.
+INDEXED = "Indexed"
+
+# Kubernetes int32 fields (replicas, parallelism, counters) stop here.
+MAX_INT32 = 2**31 - 1
 
 # Reasons.
 REASON_ALL_JOBS_COMPLETED = "AllJobsCompleted"

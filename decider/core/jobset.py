@@ -15,8 +15,6 @@ from typing import Any
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
 
-_INT32_MAX = 2**31 - 1
-
 
 def _map(value: Any, path: str) -> dict[str, Any]:
     if value is None:
@@ -50,8 +48,8 @@ def _int(value: Any, path: str, default: int | None = None, minimum: int | None 
         raise InvalidInput.at(path, "must be an integer")
     if minimum is not None and value < minimum:
         raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
-    if value > _INT32_MAX:
-        raise InvalidInput.at(path, f"must be less than or equal to {_INT32_MAX}")
+    if value > c.MAX_INT32:
+        raise InvalidInput.at(path, f"must be less than or equal to {c.MAX_INT32}")
     return value
 
 
@@ -188,9 +186,11 @@ def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
         d = _map(d, dpath)
         deps.append(DependsOn(
             name=_str(d.get("name"), f"{dpath}.name"),
-            status=_enum(d.get("status"), f"{dpath}.status", ("Ready", "Complete"), "Ready"),
+            status=_enum(d.get("status"), f"{dpath}.status", c.DEPENDS_ON_STATUSES,
+                         c.DEPENDS_ON_READY),
         ))
-    mode = _str(tspec.get("completionMode"), f"{path}.template.spec.completionMode", "Indexed")
+    mode = _str(tspec.get("completionMode"), f"{path}.template.spec.completionMode",
+                c.INDEXED)
     return ReplicatedJob(
         name=name,
         group_name=_str(item.get("groupName"), f"{path}.groupName") or "default",
@@ -201,7 +201,7 @@ def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
                          minimum=0),
         completions=_int(tspec.get("completions"), f"{path}.template.spec.completions",
                          minimum=0),
-        indexed=mode == "Indexed",
+        indexed=mode == c.INDEXED,
     )
 
 
@@ -233,7 +233,7 @@ def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
     return FailurePolicy(
         max_restarts=_int(fp.get("maxRestarts"), f"{path}.maxRestarts", 0, minimum=0),
         restart_strategy=_enum(fp.get("restartStrategy"), f"{path}.restartStrategy",
-                               (c.RECREATE, c.BLOCKING_RECREATE, c.IN_PLACE_RESTART), c.RECREATE),
+                               c.RESTART_STRATEGIES, c.RECREATE),
         rules=rules,
     )
 
@@ -302,13 +302,13 @@ def parse_jobset(obj: Any) -> JobSet:
         subdomain=_str(network.get("subdomain"), "spec.network.subdomain") or name,
         publish_not_ready=publish is not False,
         success_operator=_enum(success.get("operator"), "spec.successPolicy.operator",
-                               ("All", "Any"), "All"),
+                               c.OPERATORS, c.OPERATOR_ALL),
         success_targets=[_str(x, f"spec.successPolicy.targetReplicatedJobs[{i}]") for i, x in
                          enumerate(_list(success.get("targetReplicatedJobs"),
                                          "spec.successPolicy.targetReplicatedJobs"))],
         failure_policy=_parse_failure_policy(spec.get("failurePolicy"), "spec.failurePolicy"),
         in_order=_enum(startup.get("startupPolicyOrder"), "spec.startupPolicy.startupPolicyOrder",
-                       ("AnyOrder", "InOrder"), "AnyOrder") == "InOrder",
+                       c.STARTUP_ORDERS, c.ANY_ORDER) == c.IN_ORDER,
         suspend=bool(_bool(spec.get("suspend"), "spec.suspend")),
         managed_by=managed_by,
         coordinator=coordinator,

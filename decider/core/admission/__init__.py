@@ -11,11 +11,11 @@ field, never as an exception. DELIBERATE_DIFFERENCES lists where we knowingly di
 
 from __future__ import annotations
 
-from decider.core.admission._constants import KNOWN_GATES
 from decider.core.admission.create import validate_create
 from decider.core.admission.defaulting import default_jobset
 from decider.core.admission.differences import DELIBERATE_DIFFERENCES
 from decider.core.admission.update import validate_update
+from decider.core.constants import GATE_DEFAULTS as KNOWN_GATES
 
 __all__ = [
     "DELIBERATE_DIFFERENCES",

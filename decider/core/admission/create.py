@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from decider.core.admission import _constants as c
+from decider.core import constants as c
+from decider.core.admission import _constants as limits
 from decider.core.admission import cel, independent, k8s_names, policies
 from decider.core.admission._util import (
     as_dict,
@@ -46,8 +47,8 @@ def name_for_validation(obj: Any) -> str:
         return name
     generate_name = as_str(meta.get("generateName")) or ""
     if generate_name:
-        cut = generate_name[: c.GENERATE_NAME_MAX_PREFIX]
-        return cut + "x" * c.GENERATE_NAME_SUFFIX_LENGTH
+        cut = generate_name[: limits.GENERATE_NAME_MAX_PREFIX]
+        return cut + "x" * limits.GENERATE_NAME_SUFFIX_LENGTH
     return ""
 
 
@@ -72,8 +73,8 @@ def _managed_by_errors(spec: dict[str, Any]) -> list[FieldError]:
         return []
     path = "spec.managedBy"
     errs = [FieldError(path, m) for m in k8s_names.is_domain_prefixed_path(manager)]
-    if byte_len(manager) > c.MAX_MANAGED_BY_LENGTH:
-        errs.append(FieldError(path, f"may not be more than {c.MAX_MANAGED_BY_LENGTH} bytes"))
+    if byte_len(manager) > limits.MAX_MANAGED_BY_LENGTH:
+        errs.append(FieldError(path, f"may not be more than {limits.MAX_MANAGED_BY_LENGTH} bytes"))
     return errs
 
 
@@ -223,7 +224,7 @@ def validate_create(
         errs.extend(cel.spec_rule_errors(as_dict(defaulted).get("spec")))
         if errs:
             return errs
-        gates = gate_values(feature_gates, c.KNOWN_GATES)
+        gates = gate_values(feature_gates, c.GATE_DEFAULTS)
         pvcs = existing_pvcs if isinstance(existing_pvcs, Mapping) else {}
         errs = webhook_create_errors(defaulted, gates, pvcs)
         errs.extend(independent.create_errors(defaulted))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decider.core.admission import _constants as c
+from decider.core import constants as c
 from decider.core.admission._util import as_dict, quote
 from decider.core.errors import FieldError
 

@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from decider.core.admission import _constants as c
+from decider.core import constants as c
+from decider.core.admission import _constants as limits
 from decider.core.admission import k8s_names
 from decider.core.admission._util import (
     as_dict,
@@ -24,7 +25,7 @@ from decider.core.admission._util import (
 from decider.core.admission.go_regex import pattern_error
 from decider.core.errors import FieldError
 
-_RULE_NAME_RE = re.compile(c.RULE_NAME_PATTERN, re.ASCII)
+_RULE_NAME_RE = re.compile(limits.RULE_NAME_PATTERN, re.ASCII)
 
 
 def _rjob_names(spec: dict[str, Any]) -> set[str]:
@@ -85,13 +86,13 @@ def failure_policy_errors(spec: dict[str, Any], gates: Mapping[str, bool]) -> li
             return errs
         for i, rjob in enumerate(as_list(spec.get("replicatedJobs"))):
             replicas = as_int(as_dict(rjob).get("replicas"))
-            if replicas is not None and replicas > c.MAX_REPLICAS_WITH_RESTART_JOB:
+            if replicas is not None and replicas > limits.MAX_REPLICAS_WITH_RESTART_JOB:
                 errs.append(
                     FieldError(
                         f"spec.replicatedJobs[{i}].replicas",
                         "JobSet cannot have a failure policy rule with RestartJob or "
                         "RestartJobAndIgnoreMaxRestarts action and a replicated job with "
-                        f"replicas > {c.MAX_REPLICAS_WITH_RESTART_JOB}",
+                        f"replicas > {limits.MAX_REPLICAS_WITH_RESTART_JOB}",
                     )
                 )
                 break
@@ -102,13 +103,13 @@ def failure_policy_errors(spec: dict[str, Any], gates: Mapping[str, bool]) -> li
         path = f"spec.failurePolicy.rules[{i}]"
         name = as_str(rule.get("name")) or ""
         length = byte_len(name)
-        if not c.MIN_RULE_NAME_LENGTH <= length <= c.MAX_RULE_NAME_LENGTH:
+        if not limits.MIN_RULE_NAME_LENGTH <= length <= limits.MAX_RULE_NAME_LENGTH:
             errs.append(
                 FieldError(
                     f"{path}.name",
                     f"invalid failure policy rule name of length {length}, the rule name must be "
-                    f"at least {c.MIN_RULE_NAME_LENGTH} characters long and at most "
-                    f"{c.MAX_RULE_NAME_LENGTH} characters long",
+                    f"at least {limits.MIN_RULE_NAME_LENGTH} characters long and at most "
+                    f"{limits.MAX_RULE_NAME_LENGTH} characters long",
                 )
             )
         indices_by_name.setdefault(name, []).append(i)
@@ -215,7 +216,7 @@ def coordinator_errors(spec: dict[str, Any], js_name: str) -> list[FieldError]:
             FieldError(
                 "spec.coordinator",
                 f'spec will lead to invalid label value "{endpoint}" for coordinator label '
-                f'"{c.COORDINATOR_KEY}" (long JobSet / ReplicatedJob / SubDomain name?): '
+                f'"{c.COORDINATOR}" (long JobSet / ReplicatedJob / SubDomain name?): '
                 + ", ".join(problems),
             )
         )
@@ -289,7 +290,7 @@ def volume_claim_policy_errors(
                 FieldError(f"{path}.name", m) for m in k8s_names.is_dns1123_subdomain(claim)
             )
             pvc_name = f"{claim}-{js_name}"
-            if byte_len(pvc_name) > c.MAX_PVC_NAME_LENGTH:
+            if byte_len(pvc_name) > limits.MAX_PVC_NAME_LENGTH:
                 errs.append(
                     FieldError(f"{path}.name", "VolumeClaimPolicies template name is too long")
                 )

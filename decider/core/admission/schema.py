@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from decider.core.admission import _constants as c
+from decider.core import constants as c
 from decider.core.admission import k8s_names
 from decider.core.admission._util import (
     INT32_MAX,

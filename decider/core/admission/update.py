@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from decider.core.admission import _constants as c
+from decider.core import constants as c
 from decider.core.admission import cel, independent
 from decider.core.admission._util import (
     as_dict,
@@ -170,7 +170,7 @@ def validate_update(
         errs.extend(cel.transition_rule_errors(new_spec, as_dict(old_d).get("spec")))
         if errs:
             return errs
-        gates = gate_values(feature_gates, c.KNOWN_GATES)
+        gates = gate_values(feature_gates, c.GATE_DEFAULTS)
         errs = webhook_update_errors(as_dict(new_d), as_dict(old_d), gates)
         errs.extend(independent.update_errors(new_d, old_d))
         return errs
