@@ -8,6 +8,7 @@ successful or failed by their first finishing condition.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +27,18 @@ class ChildJobs:
     names: set[str] = field(default_factory=set)
 
 
+# Upstream parses these labels with strconv.Atoi: an optional sign and ASCII digits, within
+# int64. Python's int() also takes surrounding spaces, "1_0" and non-ASCII digits, which would
+# turn a label upstream rejects (the pass aborts) into a restart attempt.
+_ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
 def _label_int(job: ObservedJob, index: int, key: str) -> int:
     value = job.labels.get(key)
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidInput.at(f"jobs[{index}].labels[{key}]",
-                              f"job {job.name}: must be an integer, got {value!r}") from None
+    if value is not None and _ATOI.fullmatch(value) and -(2**63) <= int(value) < 2**63:
+        return int(value)
+    raise InvalidInput.at(f"jobs[{index}].labels[{key}]",
+                          f"job {job.name}: must be an integer, got {value!r}")
 
 
 def job_restarts(js: JobSet, status: dict[str, Any], rjob_name: str, key: str) -> list[int]:
