@@ -9,10 +9,14 @@ or once in-place restarts that count exceed maxRestarts.
 
 from __future__ import annotations
 
+import re
+
 from decider.core import conditions
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
 from decider.core.state import PassState
+
+_ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 def _attempts(st: PassState) -> list[int]:
@@ -21,10 +25,8 @@ def _attempts(st: PassState) -> list[int]:
         if pod.phase == "Failed" or c.IN_PLACE_RESTART_ATTEMPT not in pod.annotations:
             continue
         raw = pod.annotations[c.IN_PLACE_RESTART_ATTEMPT]
-        try:
-            value = int(raw)
-        except ValueError:
-            value = -1
+        # strconv.Atoi, as upstream: int() would also take " 1", "1_0" and non-ASCII digits.
+        value = int(raw) if _ATOI.fullmatch(raw) else -1
         if value < 0:
             raise InvalidInput.at(f"pods[{i}].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]",
                                   f"pod {pod.name}: must be a non-negative integer, got {raw!r}")
