@@ -111,6 +111,10 @@ class ObservedPod:
 class Options:
     controller_name: str = ""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # Gang scheduling of JobSets that ask for it: "" means the newest API generation and the
+    # "kubernetes" target (decider.core.gang.NEWEST / KUBERNETES).
+    gang_api_version: str = ""
+    gang_target: str = ""
 
     def gate(self, name: str) -> bool:
         return bool(self.feature_gates.get(name, c.GATE_DEFAULTS.get(name, False)))
