@@ -14,6 +14,7 @@ from typing import Any
 
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
+from decider.core.go_regex import compile_go_regex
 
 
 def _map(value: Any, path: str) -> dict[str, Any]:
@@ -163,10 +164,10 @@ def is_independent(annotations: dict[str, str]) -> bool:
 
 
 def _compile(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+    # Upstream matches with Go's RE2: \d, \w, \s and \b are ASCII there, and a pattern RE2
+    # would not compile (or would read differently) never matches. Plain re.compile made \d
+    # match non-ASCII digits and let Python-only syntax (lookaround, backreferences) match.
+    return compile_go_regex(pattern)
 
 
 def _parse_rjob(item: Any, path: str) -> ReplicatedJob:

@@ -22,8 +22,8 @@ from decider.core.admission._util import (
     present,
     semantic_equal,
 )
-from decider.core.admission.go_regex import pattern_error
 from decider.core.errors import FieldError
+from decider.core.go_regex import pattern_error
 
 _RULE_NAME_RE = re.compile(limits.RULE_NAME_PATTERN, re.ASCII)
 
