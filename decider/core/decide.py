@@ -10,6 +10,7 @@ from __future__ import annotations
 from decider.core import (
     conditions,
     failure_policy,
+    gang_lifecycle,
     in_place_restart,
     startup_policy,
     success_policy,
@@ -52,6 +53,7 @@ def decide(observed: Observed) -> Plan:
 
     if conditions.finished(st.status):
         _delete_jobs(st, children.active, "the JobSet is finished")
+        gang_lifecycle.reconcile(st)  # a finished JobSet keeps no Workload/PodGroups
         ttl_after_finished.execute(st)
         return _finish(st)
 
@@ -69,16 +71,20 @@ def decide(observed: Observed) -> Plan:
 
     _create_headless_service(st)
     _create_pvcs(st)
+    # Workload and PodGroups before any Job: pods must find their gang (no-op without gang).
+    gang = gang_lifecycle.reconcile(st)
     if st.gate(c.GATE_ELASTIC_JOBSET):
         _sync_job_scaling(st, children.active)
-    _create_jobs(st, children, statuses, restart_job_gate)
+    if not gang.blocked:
+        _create_jobs(st, children, statuses, restart_job_gate)
+        gang_lifecycle.link_jobs(st, gang)
 
     # In Independent mode each Job's spec.suspend belongs to someone else (seed 000).
     if js.independent:
         pass
     elif js.suspend:
         suspend.suspend_jobs(st, children.active)
-    else:
+    elif not gang.blocked:  # pods of resumed Jobs would join a gang that is not ours
         suspend.resume_jobs(st, children.active, statuses)
 
     if js.failure_policy is not None and js.failure_policy.restart_strategy == c.IN_PLACE_RESTART:

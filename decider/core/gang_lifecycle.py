@@ -1,0 +1,185 @@
+"""The JobSet controller's gang step inside Decide: Workload and PodGroups around the child Jobs.
+
+Runs only for a JobSet that asks for gang scheduling (annotation
+``jobset-decider.io/gang-policy`` or ``spec.scheduling``); any other JobSet's plan is exactly
+what it was before gang scheduling existed. The rules live in ``decider.core.gang.jobset_gang``;
+this module turns its plan into actions, in upstream's order (after the headless Service, before
+the Jobs), and links the Jobs created in the same pass to their PodGroups.
+
+Lifecycle, as KEP-969 (WAS integration) describes it:
+- created suspended: nothing; suspend or finish: delete the objects (PodGroups first, uid
+  preconditions); resume: recreate them with the same names; restart: keep them;
+- every Job created in the pass carries its pod-template reference (``schedulingGroup``, a
+  ``workloadRef``, a label or an annotation, per target) and the Job annotations, also when it
+  is created suspended: a pod template cannot gain the reference later;
+- a same-named Workload or PodGroup the JobSet does not control is never adopted. Upstream fails
+  the reconcile; an operator would see nothing but a controller log line, and the JobSet's
+  other steps (status, failures, suspend) would stop too. We answer with a plan instead: a
+  Warning event on the JobSet naming the object, no gang object, and no Job created or resumed
+  (their pods would join someone else's gang, or run without one), and a requeue so the pass is
+  retried once the object is gone.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from decider.core import constants as c
+from decider.core.errors import FieldError, InvalidInput
+from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, jobset_gang
+from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
+from decider.core.model import Action, Event
+from decider.core.state import PassState
+
+GANG_KINDS = ("Workload", "PodGroup")
+CONFLICT_REASON = "GangObjectConflict"
+# Upstream retries a failed reconcile with backoff; the shim only watches objects the JobSet
+# owns, so the foreign object going away would not wake this JobSet up: ask again.
+CONFLICT_REQUEUE_SECONDS = 30
+
+_CREATE = {"Workload": "CreateWorkload", "PodGroup": "CreatePodGroup"}
+_DELETE = {"Workload": "DeleteWorkload", "PodGroup": "DeletePodGroup"}
+_PATCH = {"Workload": "PatchWorkload", "PodGroup": "PatchPodGroup"}
+
+
+@dataclass(slots=True)
+class GangStep:
+    """What the gang step decided, for the Job steps that follow it in the same pass."""
+
+    plan: GangPlan | None = None
+    # A same-named object is controlled by someone else: create and resume no Job.
+    blocked: bool = False
+
+
+def asks_for_gang(jobset: dict[str, Any]) -> bool:
+    """Cheap test that keeps every other JobSet off the gang path entirely."""
+    meta = jobset.get("metadata")
+    spec = jobset.get("spec")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if isinstance(annotations, dict) and GANG_POLICY_ANNOTATION in annotations:
+        return True
+    return isinstance(spec, dict) and spec.get("scheduling") is not None
+
+
+def _existing(st: PassState) -> tuple[list[dict[str, Any]], list[int]]:
+    """Observed Workloads/PodGroups as whole objects, and each one's index in the request."""
+    found: list[dict[str, Any]] = []
+    index: list[int] = []
+    for i, o in enumerate(st.observed.objects):
+        if o.kind not in GANG_KINDS:
+            continue
+        if o.obj is None:
+            # Drift is judged on the spec: a summary alone would look drifted and be recreated.
+            raise InvalidInput.at(
+                f"objects[{i}].object_json",
+                f"Required value: {o.kind} {o.name} is compared by content when the JobSet is "
+                "gang scheduled",
+            )
+        found.append(o.obj)
+        index.append(i)
+    return found, index
+
+
+def _remap(error: FieldError, index: list[int]) -> FieldError:
+    """``existing[k].…`` (the core's list) -> ``objects[i].object_json.…`` (the request's)."""
+    head, sep, rest = error.field.partition("].")
+    if error.field.startswith("existing[") and sep:
+        k = int(head[len("existing["):])
+        if 0 <= k < len(index):
+            return FieldError(f"objects[{index[k]}].object_json.{rest}", error.message)
+    return error
+
+
+def reconcile(st: PassState) -> GangStep:
+    """The gang step of one pass: actions for the Workload/PodGroups, and what Jobs need."""
+    if not asks_for_gang(st.observed.jobset):
+        return GangStep()
+    opts = st.options
+    existing, index = _existing(st)
+    try:
+        plan = jobset_gang(
+            st.observed.jobset,
+            opts.gang_api_version or NEWEST,
+            existing,
+            opts.gang_target or KUBERNETES,
+        )
+    except OwnershipConflict as exc:
+        _refuse(st, [_remap(e, index) for e in exc.errors])
+        return GangStep(blocked=True)
+    if plan is None:
+        return GangStep()
+    _act(st, plan)
+    return GangStep(plan=plan)
+
+
+def _refuse(st: PassState, errors: list[FieldError]) -> None:
+    message = "; ".join(str(e) for e in errors)
+    js = st.js
+    st.act(Action(type="Event", name=js.name, namespace=js.namespace, api_version=c.API_VERSION,
+                  kind=c.KIND, uid=js.uid,
+                  event=Event(type="Warning", reason=CONFLICT_REASON, message=message),
+                  reason=CONFLICT_REASON))
+    st.explain(f"gang scheduling refused: {message}; no job is created or resumed until the "
+               "object is removed or renamed")
+    if not st.requeue_after_seconds or st.requeue_after_seconds > CONFLICT_REQUEUE_SECONDS:
+        st.requeue_after_seconds = CONFLICT_REQUEUE_SECONDS
+
+
+def _act(st: PassState, plan: GangPlan) -> None:
+    # Deletes first (PodGroups before the Workload, as the core orders them): on drift the
+    # objects go now and come back on the next pass; creates and in-place updates follow.
+    for ref in plan.deletes:
+        kind = str(ref.get("kind"))
+        st.act(Action(type=_DELETE.get(kind, "DeletePodGroup"), name=str(ref.get("name")),
+                      api_version=str(ref.get("apiVersion")), kind=kind,
+                      uid=str(ref.get("uid") or ""),
+                      reason=f"the JobSet's {kind} is removed (suspend, finish or drift)"))
+    for obj in plan.objects:
+        kind = obj["kind"]
+        name = obj["metadata"]["name"]
+        st.act(Action(type=_CREATE.get(kind, "CreatePodGroup"), name=name,
+                      api_version=obj["apiVersion"], kind=kind, object=obj,
+                      reason=f"the JobSet is gang scheduled and {kind} {name} is missing"))
+    for upd in plan.updates:
+        kind = str(upd.get("kind"))
+        st.act(Action(type=_PATCH.get(kind, "PatchPodGroup"), name=str(upd.get("name")),
+                      api_version=str(upd.get("apiVersion")), kind=kind,
+                      uid=str(upd.get("uid") or ""), patch=upd.get("patch"),
+                      reason="the gang minCount changed"))
+    for sentence in plan.explanation:
+        st.explain(sentence)
+    for warning in plan.warnings:
+        st.explain(f"warning: {warning}")
+
+
+def link_jobs(st: PassState, step: GangStep) -> None:
+    """Give every Job created in this pass its pod-template reference and Job annotations."""
+    plan = step.plan
+    if plan is None or not (plan.pod_template_patches or plan.job_annotations):
+        return
+    for action in st.actions:
+        if action.type != "CreateJob" or action.object is None:
+            continue
+        patch = plan.pod_template_patches.get(action.name)
+        if patch is not None:
+            spec = action.object.setdefault("spec", {})
+            spec["template"] = merge_patch(spec.get("template"), patch)
+        annotations = plan.job_annotations.get(action.name)
+        if annotations:
+            meta = action.object.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; ``target`` is changed in place where it is a dict."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = target if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
