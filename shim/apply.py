@@ -148,13 +148,19 @@ class Applier:
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             try:
                 self.kube.delete(
-                    res, namespace, action.name, action.uid, action.propagation_policy or "Foreground"
+                    res,
+                    namespace,
+                    action.name,
+                    action.uid,
+                    action.propagation_policy or "Foreground",
                 )
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 404 or (exc.status == 409 and action.uid):
-                    # Gone already, or the name now belongs to another object: the one meant is gone.
-                    log.debug("%s %s/%s already gone (%s)", kind, namespace, action.name, exc.status)
+                    # Gone, or the name now belongs to a newer object: the one meant is gone.
+                    log.debug(
+                        "%s %s/%s already gone (%s)", kind, namespace, action.name, exc.status
+                    )
                     r.count(r.skipped, action)
                     return
                 raise
@@ -175,7 +181,9 @@ class Applier:
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 404 or (
-                    exc.status == 409 and status_reason(exc) != "AlreadyExists" and action.uid
+                    exc.status == 409
+                    and status_reason(exc) != "AlreadyExists"
+                    and action.uid
                     and "UID" in (exc.body or "")
                 ):
                     r.count(r.skipped, action)
@@ -203,7 +211,9 @@ class Applier:
                 self.kube.create(self.events, meta["namespace"], self._event(jobset, action))
                 r.count(r.applied, action)
             except ApiException as exc:
-                log.warning("event %s on %s not recorded: %s", action.event.reason, meta["name"], exc)
+                log.warning(
+                    "event %s on %s not recorded: %s", action.event.reason, meta["name"], exc
+                )
         else:
             log.warning("unknown action type %s for %s: ignored", action.type, action.name)
             r.count(r.skipped, action)

@@ -23,7 +23,7 @@ from decider_client.observe import build_decide_request
 from shim.apply import JOBSET_API_VERSION, Applier, NotLeader, StaleObservation
 from shim.config import Config
 from shim.informer import Informer, controller_ref
-from shim.kube import Kube, Obj, Resource
+from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.workqueue import WorkQueue
 
@@ -37,6 +37,7 @@ Key = tuple[str, str]
 class Stats:
     reconciles: int = 0
     errors: int = 0
+    conflicts: int = 0
     decide_seconds: list[float] = field(default_factory=list)
 
 
@@ -72,7 +73,11 @@ class Shim:
                 on_stopped_leading=self._on_lost,
             )
         self.applier = Applier(
-            kube, config.controller_name, config.identity, self.is_leader, config.max_parallel_writes
+            kube,
+            config.controller_name,
+            config.identity,
+            self.is_leader,
+            config.max_parallel_writes,
         )
         # Owned objects, indexed by the UID of their controlling JobSet.
         self._owned: dict[str, dict[tuple[str, str, str], Obj]] = {}
@@ -210,8 +215,11 @@ class Shim:
         except NotLeader:
             return False
         except StaleObservation as exc:
+            # The newer JobSet is on its way through the watch and will queue this key again;
+            # the short delayed retry only covers a watch that is behind.
+            self.stats.conflicts += 1
             log.info("%s/%s: %s; observing again", key[0], key[1], exc)
-            self.queue.add_rate_limited(key)
+            self.queue.add_after(key, max(self.config.backoff_base, 0.05))
             return False
         except grpc.RpcError as exc:
             self.stats.errors += 1
@@ -227,7 +235,9 @@ class Shim:
         except Exception as exc:  # noqa: BLE001 - any failure is retried with backoff
             self.stats.errors += 1
             delay = self.queue.add_rate_limited(key)
-            log.warning("%s/%s: reconcile failed: %s; retrying in %.2fs", key[0], key[1], exc, delay)
+            log.warning(
+                "%s/%s: reconcile failed: %s; retrying in %.2fs", key[0], key[1], exc, delay
+            )
             return False
         self.queue.forget(key)
         if requeue > 0:

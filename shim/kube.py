@@ -8,6 +8,7 @@ plain dicts in the API server's JSON, which is also what the decider client cons
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -290,8 +291,6 @@ class WatchStream:
         conn = getattr(self._resp, "connection", None)
         sock = getattr(conn, "sock", None) if conn is not None else None
         if sock is not None:
-            try:
-                # Shutting the socket down wakes a reader blocked in recv; close() alone may not.
+            # Shutting the socket down wakes a reader blocked in recv; close() alone may not.
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass

@@ -1,4 +1,7 @@
-"""An in-process fake Kubernetes API server and a simulated Job controller, for tests and benchmarks."""
+"""An in-process fake Kubernetes API server and a simulated Job controller.
+
+Used by the shim's tests and by bench/shim_reaction.py.
+"""
 
 from .jobsim import JobSimulator
 from .resources import DEFAULT_RESOURCES, ResourceType

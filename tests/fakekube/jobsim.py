@@ -13,12 +13,13 @@ in the foreground lingers with a deletionTimestamp the way it does on a real clu
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from typing import Any
 
-from .store import Obj, Store, now_rfc3339
+from .store import ApiError, Obj, Store, now_rfc3339
 
 JOBS = "batch/v1/jobs"
 PODS = "/v1/pods"
@@ -277,24 +278,20 @@ class JobSimulator:
                 },
                 "spec": template.get("spec") or {},
             }
-            try:
+            with contextlib.suppress(ApiError):  # a racing sync created it
                 self.store.create(self._pods_rt, meta["namespace"], pod)
-            except Exception:  # noqa: BLE001 - a racing sync created it
-                pass
 
     def _delete_pods(self, job: Obj) -> None:
         if not self.pods:
             return
         for pod in self._pods_of(job):
-            try:
+            with contextlib.suppress(ApiError):  # already gone
                 self.store.delete(
                     self._pods_rt,
                     pod["metadata"]["namespace"],
                     pod["metadata"]["name"],
                     {"propagationPolicy": "Background"},
                 )
-            except Exception:  # noqa: BLE001 - already gone
-                pass
 
     def _kubelet_loop(self) -> None:
         while not self._stop.wait(0.02):

@@ -122,7 +122,8 @@ def parse_label_selector(selector: str) -> Callable[[dict[str, str]], bool]:
             k, v = (s.strip() for s in re.split("==|=", term, maxsplit=1))
             terms.append(lambda lb, k=k, v=v: lb.get(k) == v)
         elif term.startswith("!"):
-            terms.append(lambda lb, k=term[1:].strip(): k not in lb)
+            absent = term[1:].strip()
+            terms.append(lambda lb, k=absent: k not in lb)
         elif " in " in term or " notin " in term or "(" in term:
             raise ApiError(400, "BadRequest", f"unsupported label selector term {term!r}")
         else:
@@ -322,7 +323,7 @@ class Store:
         with self._lock:
             if resource_version in ("", "0"):
                 # "Get state and start at most recent": synthetic ADDED for what exists.
-                for (ns, _), o in sorted(self._objects[rt.key].items()):
+                for _, o in sorted(self._objects[rt.key].items()):
                     if watcher.matches(o):
                         watcher.events.put(event_line("ADDED", o))
             else:
@@ -662,7 +663,7 @@ class Store:
     def mutate(
         self, rt: ResourceType, namespace: str, name: str, fn: Callable[[Obj], None], status: bool
     ) -> Obj | None:
-        """Read-modify-write under the store lock, for in-process controllers (the Job simulator)."""
+        """Read-modify-write under the store lock, for in-process controllers (Job simulator)."""
         with self._lock:
             current = self._objects[rt.key].get((namespace, name))
             if current is None:

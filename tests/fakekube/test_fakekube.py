@@ -6,24 +6,36 @@ import json
 import time
 
 import pytest
-from fakekube import FakeKube, JobSimulator
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
+
+from fakekube import FakeKube, JobSimulator
 
 NS = "default"
 
 
 def _job(name="j", **spec):
-    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"template": {"spec": {"restartPolicy": "Never",
-                                           "containers": [{"name": "c", "image": "x"}]}}}}
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+            }
+        },
+    }
     body["spec"].update(spec)
     return body
 
 
 def _js(name="js"):
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": name}, "spec": {"replicatedJobs": []}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {"replicatedJobs": []},
+    }
 
 
 @pytest.fixture
@@ -48,8 +60,9 @@ def _code(fn):
 def test_unknown_kind_is_404(kube):
     _, api = kube
     co = _custom(api)
-    assert _code(lambda: co.list_namespaced_custom_object("example.com", "v1", NS, "things"))[0] \
-        == 404
+    assert (
+        _code(lambda: co.list_namespaced_custom_object("example.com", "v1", NS, "things"))[0] == 404
+    )
 
 
 def test_create_existing_name_is_already_exists(kube):
@@ -84,39 +97,53 @@ def test_update_with_stale_resource_version_conflicts(kube):
     co = _custom(api)
     made = co.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", NS, "jobsets", _js())
     made["status"] = {"restarts": 1}
-    co.replace_namespaced_custom_object_status("jobset.x-k8s.io", "v1alpha2", NS, "jobsets",
-                                               "js", made)
+    co.replace_namespaced_custom_object_status(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made
+    )
     made["status"] = {"restarts": 2}
-    assert _code(lambda: co.replace_namespaced_custom_object_status(
-        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made)) == (409, "Conflict")
+    assert _code(
+        lambda: co.replace_namespaced_custom_object_status(
+            "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made
+        )
+    ) == (409, "Conflict")
     del made["metadata"]["resourceVersion"]
     # Custom resources refuse unconditional updates.
-    assert _code(lambda: co.replace_namespaced_custom_object(
-        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made))[0] == 422
+    assert (
+        _code(
+            lambda: co.replace_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made
+            )
+        )[0]
+        == 422
+    )
 
 
 def test_status_subresource_separates_spec_and_status(kube):
     fake, api = kube
     co = _custom(api)
-    made = co.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", NS, "jobsets",
-                                              dict(_js(), status={"restarts": 9}))
+    made = co.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", dict(_js(), status={"restarts": 9})
+    )
     assert "status" not in made  # dropped on create
     made["status"] = {"restarts": 1}
     made["spec"]["suspend"] = True
-    after = co.replace_namespaced_custom_object_status("jobset.x-k8s.io", "v1alpha2", NS,
-                                                       "jobsets", "js", made)
+    after = co.replace_namespaced_custom_object_status(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", made
+    )
     assert after["status"] == {"restarts": 1} and "suspend" not in after["spec"]
     after["status"] = {"restarts": 5}
     after["spec"]["suspend"] = True
-    again = co.replace_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", NS, "jobsets",
-                                                "js", after)
+    again = co.replace_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", "js", after
+    )
     assert again["status"] == {"restarts": 1} and again["spec"]["suspend"] is True
     assert again["metadata"]["generation"] == 2
 
 
 def _raw_patch(api, path, body, content_type):
-    resp = api.call_api(*api.param_serialize(
-        "PATCH", path, header_params={"Content-Type": content_type}, body=body))
+    resp = api.call_api(
+        *api.param_serialize("PATCH", path, header_params={"Content-Type": content_type}, body=body)
+    )
     resp.read()
     return resp.status
 
@@ -152,22 +179,46 @@ def test_job_template_is_immutable_unless_suspended_and_never_started(kube):
     _, api = kube
     b = client.BatchV1Api(api)
     b.create_namespaced_job(NS, _job(suspend=True))
-    ok = b.patch_namespaced_job("j", NS, {"spec": {"template": {"spec": {
-        "nodeSelector": {"zone": "a"}}}}})
+    ok = b.patch_namespaced_job(
+        "j", NS, {"spec": {"template": {"spec": {"nodeSelector": {"zone": "a"}}}}}
+    )
     assert ok.spec.template.spec.node_selector == {"zone": "a"}
     b.patch_namespaced_job_status("j", NS, {"status": {"startTime": "2026-01-01T00:00:00Z"}})
-    assert _code(lambda: b.patch_namespaced_job("j", NS, {"spec": {"template": {"spec": {
-        "nodeSelector": {"zone": "b"}}}}}))[0] == 422
+    assert (
+        _code(
+            lambda: b.patch_namespaced_job(
+                "j", NS, {"spec": {"template": {"spec": {"nodeSelector": {"zone": "b"}}}}}
+            )
+        )[0]
+        == 422
+    )
 
 
 def _owned_pod(fake, job_uid, name="p", block=True):
     pods = fake.store.resource_for("", "v1", "pods")
-    fake.store.create(pods, NS, {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "finalizers": ["test/hold"], "ownerReferences": [{
-            "apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": job_uid,
-            "controller": True, "blockOwnerDeletion": block}]},
-        "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    fake.store.create(
+        pods,
+        NS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "finalizers": ["test/hold"],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": "j",
+                        "uid": job_uid,
+                        "controller": True,
+                        "blockOwnerDeletion": block,
+                    }
+                ],
+            },
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    )
     return pods
 
 
@@ -224,17 +275,26 @@ def test_watch_resumes_with_bookmarks_and_expires_with_410(kube):
     b.create_namespaced_job(NS, _job())
     w = watch.Watch()
     seen = []
-    for ev in w.stream(b.list_namespaced_job, NS, resource_version=listed.metadata.resource_version,
-                       allow_watch_bookmarks=True, timeout_seconds=2):
+    for ev in w.stream(
+        b.list_namespaced_job,
+        NS,
+        resource_version=listed.metadata.resource_version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=2,
+    ):
         seen.append(ev["type"])
         if "BOOKMARK" in seen:
             w.stop()
     assert seen[0] == "ADDED" and "BOOKMARK" in seen
     fake.store.compact()
     cfg_api = client.ApiClient(api.configuration)
-    resp = cfg_api.call_api(*cfg_api.param_serialize(
-        "GET", f"/apis/batch/v1/namespaces/{NS}/jobs",
-        query_params=[("watch", "true"), ("resourceVersion", listed.metadata.resource_version)]))
+    resp = cfg_api.call_api(
+        *cfg_api.param_serialize(
+            "GET",
+            f"/apis/batch/v1/namespaces/{NS}/jobs",
+            query_params=[("watch", "true"), ("resourceVersion", listed.metadata.resource_version)],
+        )
+    )
     line = resp.response.readline() if hasattr(resp.response, "readline") else None
     body = b"".join(resp.response.stream()) if line is None else line
     event = json.loads(body.decode().strip().splitlines()[0])

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakekube import FakeKube, JobSimulator
 from kubernetes import client, config
 
 from decider.server import BackgroundServer
 from decider_client import DeciderClient
+from fakekube import FakeKube, JobSimulator
 from shim.config import Config
 from shim.controller import Shim
 from shim.kube import Kube
@@ -137,9 +137,7 @@ class Cluster:
 
     def events(self, name: str) -> list[tuple[str, str]]:
         items, _ = self.store.list(self.events_rt, NS)
-        return [
-            (e["type"], e["reason"]) for e in items if e["involvedObject"]["name"] == name
-        ]
+        return [(e["type"], e["reason"]) for e in items if e["involvedObject"]["name"] == name]
 
     def creates(self, kind_path: str = "/jobs$") -> list[Any]:
         """Successful POSTs to a collection, from the audit log."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakekube import DEFAULT_RESOURCES, FakeKube, ResourceType
 from kubernetes import client
 
 from decider.v1 import decider_pb2 as pb
+from fakekube import DEFAULT_RESOURCES, FakeKube, ResourceType
 from shim.apply import Applier, StaleObservation
 from shim.kube import Kube, ResourceNotServed
 from tests.shim.helpers import jobset, rjob
@@ -36,8 +36,12 @@ def _create(kind_type, obj):
 def test_create_of_a_kind_added_later_goes_through_discovery(kube):
     fake, k = kube
     js = _jobset(fake)
-    widget = {"apiVersion": "example.com/v1", "kind": "Widget",
-              "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 3}}
+    widget = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"},
+        "spec": {"size": 3},
+    }
     plan = pb.DecideResponse(actions=[_create(pb.ACTION_TYPE_CREATE_POD_GROUP, widget)])
     applier = Applier(k, "c", "me")
     result = applier.apply(js, plan)
@@ -63,11 +67,14 @@ def test_status_write_on_a_stale_observation_raises(kube):
     fake, k = kube
     js = _jobset(fake)
     rt = fake.store.resource_for("jobset.x-k8s.io", "v1alpha2", "jobsets")
-    fake.store.mutate(rt, "default", "js",
-                      lambda o: o["metadata"].setdefault("labels", {}).update(x="y"), False)
-    plan = pb.DecideResponse(actions=[pb.Action(type=pb.ACTION_TYPE_UPDATE_STATUS, name="js")],
-                             status=pb.JobSetStatus(restarts=1),
-                             resource_version=js["metadata"]["resourceVersion"])
+    fake.store.mutate(
+        rt, "default", "js", lambda o: o["metadata"].setdefault("labels", {}).update(x="y"), False
+    )
+    plan = pb.DecideResponse(
+        actions=[pb.Action(type=pb.ACTION_TYPE_UPDATE_STATUS, name="js")],
+        status=pb.JobSetStatus(restarts=1),
+        resource_version=js["metadata"]["resourceVersion"],
+    )
     applier = Applier(k, "c", "me")
     with pytest.raises(StaleObservation):
         applier.apply(js, plan)
@@ -79,13 +86,23 @@ def test_delete_of_a_replaced_object_is_done_not_retried(kube):
     fake, k = kube
     js = _jobset(fake)
     svc_rt = fake.store.resource_for("", "v1", "services")
-    svc = fake.store.create(svc_rt, "default", {"apiVersion": "v1", "kind": "Service",
-                                                "metadata": {"name": "s"}, "spec": {}})
-    plan = pb.DecideResponse(actions=[
-        pb.Action(type=pb.ACTION_TYPE_DELETE_JOB, name="gone", uid="u-1"),
-        pb.Action(type=pb.ACTION_TYPE_DELETE_WORKLOAD, name="s", uid="not-" + svc["metadata"]["uid"],
-                  api_version="v1", kind="Service"),
-    ])
+    svc = fake.store.create(
+        svc_rt,
+        "default",
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}},
+    )
+    plan = pb.DecideResponse(
+        actions=[
+            pb.Action(type=pb.ACTION_TYPE_DELETE_JOB, name="gone", uid="u-1"),
+            pb.Action(
+                type=pb.ACTION_TYPE_DELETE_WORKLOAD,
+                name="s",
+                uid="not-" + svc["metadata"]["uid"],
+                api_version="v1",
+                kind="Service",
+            ),
+        ]
+    )
     applier = Applier(k, "c", "me")
     result = applier.apply(js, plan)
     assert result.skipped == {"DeleteJob": 1, "DeleteWorkload": 1}
@@ -96,13 +113,20 @@ def test_delete_of_a_replaced_object_is_done_not_retried(kube):
 def test_events_are_recorded_on_the_jobset(kube):
     fake, k = kube
     js = _jobset(fake)
-    plan = pb.DecideResponse(actions=[pb.Action(
-        type=pb.ACTION_TYPE_EVENT, name="js",
-        event=pb.Event(type="Warning", reason="Because", message="it happened"))])
+    plan = pb.DecideResponse(
+        actions=[
+            pb.Action(
+                type=pb.ACTION_TYPE_EVENT,
+                name="js",
+                event=pb.Event(type="Warning", reason="Because", message="it happened"),
+            )
+        ]
+    )
     applier = Applier(k, "my/controller", "me")
     applier.apply(js, plan)
     events, _ = fake.store.list(fake.store.resource_for("", "v1", "events"), "default")
     assert [(e["reason"], e["involvedObject"]["uid"]) for e in events] == [
-        ("Because", js["metadata"]["uid"])]
+        ("Because", js["metadata"]["uid"])
+    ]
     assert events[0]["source"]["component"] == "my/controller"
     applier.close()

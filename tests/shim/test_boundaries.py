@@ -18,8 +18,9 @@ def test_importing_the_shim_loads_no_decider_internals():
         "print(','.join(bad))\n"
         "assert 'decider.v1.decider_pb2' in sys.modules and 'decider_client' in sys.modules\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
 

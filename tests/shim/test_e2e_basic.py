@@ -8,8 +8,13 @@ from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, wait_for
 def test_create_makes_jobs_and_service(cluster, shims):
     shims.start()
     cluster.create_jobset(jobset("js", rjob("workers", 2)))
-    names = wait_for(lambda: cluster.job_names("js-") == ["js-workers-0", "js-workers-1"] and
-                     cluster.job_names("js-"), what="jobs created")
+    names = wait_for(
+        lambda: (
+            cluster.job_names("js-") == ["js-workers-0", "js-workers-1"]
+            and cluster.job_names("js-")
+        ),
+        what="jobs created",
+    )
     assert names == ["js-workers-0", "js-workers-1"]
     svc = wait_for(lambda: cluster.store.try_get(cluster.services_rt, NS, "js"), what="service")
     assert svc["spec"]["clusterIP"] == "None"
@@ -18,8 +23,13 @@ def test_create_makes_jobs_and_service(cluster, shims):
         assert labels["jobset.sigs.k8s.io/restart-attempt"] == "0"
         ref = job["metadata"]["ownerReferences"][0]
         assert ref["kind"] == "JobSet" and ref["controller"] is True
-    js = wait_for(lambda: (cluster.jobset("js").get("status") or {}).get("replicatedJobsStatus")
-                  and cluster.jobset("js"), what="status")
+    js = wait_for(
+        lambda: (
+            (cluster.jobset("js").get("status") or {}).get("replicatedJobsStatus")
+            and cluster.jobset("js")
+        ),
+        what="status",
+    )
     assert js["spec"]["managedBy"] == CONTROLLER
 
 
@@ -29,7 +39,9 @@ def test_restart_recreates_jobs_with_next_attempt(cluster, shims):
     wait_for(lambda: cluster.job_names("rs-") == ["rs-workers-0", "rs-workers-1"], what="jobs")
     wait_for(lambda: all((j.get("status") or {}).get("active") for j in cluster.live_jobs("rs-")))
     cluster.sim.fail(NS, "rs-workers-0")
-    wait_for(lambda: (cluster.jobset("rs").get("status") or {}).get("restarts") == 1, what="restart")
+    wait_for(
+        lambda: (cluster.jobset("rs").get("status") or {}).get("restarts") == 1, what="restart"
+    )
 
     def recreated():
         jobs = cluster.live_jobs("rs-")

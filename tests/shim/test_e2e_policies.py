@@ -62,8 +62,11 @@ def test_restart_jobset_recreates_jobs_once(cluster, shims):
     # Once all new Jobs are ready the restart is over.
     cond = wait_for(
         lambda: next(
-            (c for c in _status(cluster, "rs").get("conditions", [])
-             if c["type"] == "RestartingJobSet" and c["status"] == "False"),
+            (
+                c
+                for c in _status(cluster, "rs").get("conditions", [])
+                if c["type"] == "RestartingJobSet" and c["status"] == "False"
+            ),
             None,
         ),
         what="RestartingJobSet=False",
@@ -148,7 +151,8 @@ def test_completion_then_ttl_deletes_jobset(cluster, shims):
     # A pass decided on a cache that had not yet seen the deletion may send it again: harmless,
     # since every delete names the same object by UID.
     assert deletes and {r.body["preconditions"]["uid"] for r in deletes} == {
-        r.body["preconditions"]["uid"] for r in deletes[:1]}
+        r.body["preconditions"]["uid"] for r in deletes[:1]
+    }
     assert all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
     wait_for(lambda: not cluster.jobs(prefix="ttl-"), what="jobs garbage-collected")
 
@@ -161,9 +165,9 @@ def test_other_managed_by_is_never_touched(cluster, shims):
     wait_for(lambda: _all_active(cluster, "ours-", 1), what="our JobSet running")
     wait_for(lambda: (cluster.jobset("ours").get("status") or {}).get("replicatedJobsStatus"))
     time.sleep(0.3)
-    touched = [
-        r for r in cluster.kube.writes("/(theirs|upstream)")
-    ] + [r for r in cluster.creates() if r.body["metadata"]["name"].startswith(("theirs", "up"))]
+    touched = [r for r in cluster.kube.writes("/(theirs|upstream)")] + [
+        r for r in cluster.creates() if r.body["metadata"]["name"].startswith(("theirs", "up"))
+    ]
     assert touched == []
     assert cluster.jobs(prefix="theirs") == [] and cluster.jobs(prefix="upstream") == []
     assert "status" not in cluster.jobset("theirs")

@@ -54,7 +54,10 @@ def test_shim_killed_mid_restart_restarts_exactly_once(cluster, shims):
     created = collections.Counter(r.body["metadata"]["name"] for r in cluster.creates())
     assert created == {f"kr-workers-{i}": 2 for i in range(3)}
     assert sorted(j["metadata"]["name"] for j in cluster.jobs(prefix="kr-")) == [
-        "kr-workers-0", "kr-workers-1", "kr-workers-2"]
+        "kr-workers-0",
+        "kr-workers-1",
+        "kr-workers-2",
+    ]
 
 
 def test_shim_killed_between_deletes_and_creates(cluster, shims):
@@ -65,7 +68,8 @@ def test_shim_killed_between_deletes_and_creates(cluster, shims):
     cluster.sim.fail(NS, "kc-workers-1")
     wait_for(lambda: fault.hits >= 1, timeout=10, what="a recreate attempted")
     assert cluster.live_jobs("kc-") == [] or all(
-        j["metadata"]["labels"][ATTEMPT] == "0" for j in cluster.live_jobs("kc-"))
+        j["metadata"]["labels"][ATTEMPT] == "0" for j in cluster.live_jobs("kc-")
+    )
     first.kill()
     shims.running.remove(first)
     cluster.kube.clear_faults()
@@ -115,18 +119,19 @@ def test_two_replicas_only_the_leader_acts(cluster, shims):
     wait_for(lambda: b.is_leader(), timeout=10, what="b leads")
     assert time.monotonic() - killed_at >= 1.0  # not before the lease could have expired
     wait_for(lambda: _running(cluster, "le-", 2, attempt="1"), timeout=15, what="b restarted")
-    lease = cluster.store.get(cluster.store.resource_for("coordination.k8s.io", "v1", "leases"),
-                              "default", "jobset-decider-shim")
+    lease = cluster.store.get(
+        cluster.store.resource_for("coordination.k8s.io", "v1", "leases"),
+        "default",
+        "jobset-decider-shim",
+    )
     assert lease["spec"]["holderIdentity"] == "shim-b"
     assert lease["spec"]["leaseTransitions"] == 1
 
 
 def test_graceful_shutdown_releases_the_lease(cluster, shims):
-    a = shims.start(leader_elect=True, identity="shim-a", lease_duration=30.0,
-                    renew_deadline=20.0)
+    a = shims.start(leader_elect=True, identity="shim-a", lease_duration=30.0, renew_deadline=20.0)
     wait_for(lambda: a.is_leader(), what="a leads")
-    b = shims.start(leader_elect=True, identity="shim-b", lease_duration=30.0,
-                    renew_deadline=20.0)
+    b = shims.start(leader_elect=True, identity="shim-b", lease_duration=30.0, renew_deadline=20.0)
     a.shutdown()
     shims.running.remove(a)
     # Released on the way out: b does not wait out the 30s lease.
@@ -137,10 +142,15 @@ def test_expired_watch_relists(cluster, shims):
     shim = shims.start()
     cluster.create_jobset(jobset("w1", rjob("workers", 1)))
     wait_for(lambda: len(cluster.live_jobs("w1-")) == 1, what="first jobset")
-    # History compacted and every watch cut: resuming from the old resourceVersion gets 410.
-    cluster.store.compact()
+    # Cut the JobSet watch and keep it out while a JobSet is created and the history is
+    # compacted: resuming from the old resourceVersion then gets 410 Gone, and only a relist
+    # can reveal the new JobSet.
+    cluster.kube.add_fault("GET", r"/jobsets$", code=503)
     assert cluster.store.drop_watches() > 0
     cluster.create_jobset(jobset("w2", rjob("workers", 1)))
+    cluster.store.compact()
+    time.sleep(0.2)
+    cluster.kube.clear_faults()
     wait_for(lambda: len(cluster.live_jobs("w2-")) == 1, what="jobset created after relist")
     assert shim.jobsets.relists >= 1
 
@@ -163,9 +173,22 @@ def test_cli_once_against_the_fake_cluster(cluster, decider_server, tmp_path):
     env = dict(os.environ, KUBECONFIG=str(cluster.kubeconfig), PYTHONPATH=str(ROOT))
     env.pop("KUBERNETES_SERVICE_HOST", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "shim.main", "--once", "--no-leader-elect",
-         "--decider-address", decider_server.target, "--controller-name", CONTROLLER],
-        env=env, capture_output=True, text=True, timeout=60, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "shim.main",
+            "--once",
+            "--no-leader-elect",
+            "--decider-address",
+            decider_server.target,
+            "--controller-name",
+            CONTROLLER,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert cluster.job_names("cli-") == ["cli-workers-0"]
