@@ -164,8 +164,10 @@ class Applier:
                     r.count(r.skipped, action)
                     return
                 raise
-        elif action.type in _PATCHES:
-            api_version, obj_kind = _DEFAULT_KIND[action.type]
+        elif action.type in _PATCHES or (action.patch_json and action.kind):
+            # Any patch action naming its kind (e.g. a gang minCount patch of a Workload) is
+            # applied the same way, so new patch actions need no shim change.
+            api_version, obj_kind = _DEFAULT_KIND.get(action.type, ("batch/v1", "Job"))
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             precondition: Obj = {"metadata": {"uid": action.uid}} if action.uid else {}
             try:

@@ -130,3 +130,40 @@ def test_events_are_recorded_on_the_jobset(kube):
     ]
     assert events[0]["source"]["component"] == "my/controller"
     applier.close()
+
+
+def test_patch_action_of_any_kind_is_a_uid_preconditioned_merge_patch(kube):
+    fake, k = kube
+    js = _jobset(fake)
+    w = fake.store.create(
+        WIDGET,
+        "default",
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"min": 1},
+        },
+    )
+    patch = pb.Action(
+        type=pb.ACTION_TYPE_PATCH_JOB,
+        name="w",
+        api_version="example.com/v1",
+        kind="Widget",
+        uid=w["metadata"]["uid"],
+        patch_json='{"spec":{"min":4}}',
+    )
+    applier = Applier(k, "c", "me")
+    assert applier.apply(js, pb.DecideResponse(actions=[patch])).applied == {"PatchJob": 1}
+    assert fake.store.get(WIDGET, "default", "w")["spec"] == {"min": 4}
+    stale = pb.Action(
+        type=pb.ACTION_TYPE_PATCH_JOB,
+        name="w",
+        api_version="example.com/v1",
+        kind="Widget",
+        uid="someone-else",
+        patch_json='{"spec":{"min":9}}',
+    )
+    assert applier.apply(js, pb.DecideResponse(actions=[stale])).skipped == {"PatchJob": 1}
+    assert fake.store.get(WIDGET, "default", "w")["spec"] == {"min": 4}
+    applier.close()
