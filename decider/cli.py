@@ -1,4 +1,4 @@
-"""`decider serve | decide | validate`: the project's stable command-line surface.
+"""`decider serve | decide | validate | gang | podsets`: the project's stable command-line surface.
 
 Exit codes: 0 success (validate: valid), 2 bad input or an invalid object (the message or the
 JSON on stdout names the field), 1 a server that could not be reached.
@@ -15,11 +15,15 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from decider_client import observe, render
-from decider_client.documents import load_objects, split_jobset
+from decider_client.documents import load_objects, split_jobset, split_subject
 from decider_client.errors import ObservationError
 
 EXIT_INVALID = 2
 EXIT_UNAVAILABLE = 1
+# Listed for --help only: the decider checks the values, so a newer server's targets work too.
+GANG_API_VERSIONS = "scheduling.k8s.io/v1alpha1|v1alpha2|v1beta1 (default: the newest)"
+GANG_TARGETS = "kubernetes (default), scheduler-plugins, volcano"
+GANG_KINDS = ("Workload", "PodGroup")
 
 
 class UsageError(Exception):
@@ -89,7 +93,8 @@ def _call_local(method: str, request: Any) -> Any:
     from decider import convert
     from decider.core.errors import InvalidInput
 
-    fn = convert.decide_response if method == "decide" else convert.validate_response
+    fn = {"decide": convert.decide_response, "validate": convert.validate_response,
+          "plan_gang": convert.plan_gang_response, "pod_sets": convert.pod_sets_response}[method]
     try:
         return fn(request)
     except InvalidInput as exc:
@@ -101,7 +106,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
     jobset, owned = split_jobset(objects, args.file)
     request = observe.build_decide_request(
         jobset, owned, parse_now(args.now), controller_name=args.controller_name,
-        feature_gates=parse_gates(args.feature_gates))
+        feature_gates=parse_gates(args.feature_gates), gang_api_version=args.gang_api_version,
+        gang_target=args.gang_target)
     response = (_call_remote(args.server, "decide", request) if args.server
                 else _call_local("decide", request))
     sys.stdout.write(render.dumps(render.plan_to_dict(response), args.output))
@@ -112,20 +118,44 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from decider.v1 import decider_pb2 as pb
 
     objects = load_objects(_read(args.file), args.file)
-    jobset, others = split_jobset(objects, args.file)
+    subject, others = split_subject(objects, args.file)
+    # A Job is checked against the PodGroups that exist; a JobSet against its PVCs.
+    wanted = GANG_KINDS if subject.get("kind") == "Job" else ("PersistentVolumeClaim",)
     request = pb.ValidateRequest(
-        object_json=json.dumps(jobset),
-        options=observe.options(feature_gates=parse_gates(args.feature_gates)),
-        objects=[observe.object_summary(o, f"objects[{i}]") for i, o in enumerate(others)
-                 if o.get("kind") == "PersistentVolumeClaim"],
+        object_json=json.dumps(subject),
+        options=observe.options(feature_gates=parse_gates(args.feature_gates),
+                                gang_api_version=args.api_version),
+        objects=[observe.object_summary(o, f"objects[{i}]")
+                 for i, o in enumerate(o for o in others if o.get("kind") in wanted)],
     )
     if args.old:
-        old, _ = split_jobset(load_objects(_read(args.old), args.old), args.old)
+        old, _ = split_subject(load_objects(_read(args.old), args.old), args.old)
         request.old_object_json = json.dumps(old)
     response = (_call_remote(args.server, "validate", request) if args.server
                 else _call_local("validate", request))
     sys.stdout.write(render.dumps(render.validation_to_dict(response), args.output))
     return 0 if response.valid else EXIT_INVALID
+
+
+def cmd_gang(args: argparse.Namespace) -> int:
+    objects = load_objects(_read(args.file), args.file)
+    subject, existing = split_subject(objects, args.file)
+    request = observe.build_plan_gang_request(subject, existing, args.api_version, args.target)
+    # Both paths go through the contract, so --server prints the same bytes as in-process.
+    response = (_call_remote(args.server, "plan_gang", request) if args.server
+                else _call_local("plan_gang", request))
+    sys.stdout.write(render.dumps(render.gang_plan_to_dict(response), args.output))
+    return 0
+
+
+def cmd_podsets(args: argparse.Namespace) -> int:
+    objects = load_objects(_read(args.file), args.file)
+    subject, _ = split_subject(objects, args.file)
+    request = observe.build_pod_sets_request(subject, args.api_version)
+    response = (_call_remote(args.server, "pod_sets", request) if args.server
+                else _call_local("pod_sets", request))
+    sys.stdout.write(render.dumps(render.pod_sets_to_dict(response), args.output))
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -178,17 +208,45 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--controller-name", default="",
                         help="decide as this controller (default: upstream's "
                              "jobset.sigs.k8s.io/jobset-controller)")
+    decide.add_argument("--gang-api-version", default="",
+                        help=f"gang scheduling API of gang JobSets: {GANG_API_VERSIONS}")
+    decide.add_argument("--gang-target", default="", help=f"gang target: {GANG_TARGETS}")
     decide.add_argument("--server", help="ask a running decider at HOST:PORT instead")
     decide.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     decide.set_defaults(func=cmd_decide)
 
-    validate = sub.add_parser("validate", help="admission: default and validate a JobSet")
-    validate.add_argument("-f", "--file", required=True, help="the JobSet ('-' for stdin)")
-    validate.add_argument("--old", help="the stored JobSet, to validate an update")
+    validate = sub.add_parser("validate", help="admission: default and validate a JobSet, or "
+                                               "check a Job update against the gang rules")
+    validate.add_argument("-f", "--file", required=True,
+                          help="the JobSet, or a batch/v1 Job and the PodGroups that exist "
+                               "('-' for stdin)")
+    validate.add_argument("--old", help="the stored JobSet or Job, to validate an update")
     validate.add_argument("--feature-gates", help="e.g. RestartJob=true")
+    validate.add_argument("--api-version", default="",
+                          help=f"gang rules for a Job: {GANG_API_VERSIONS}")
     validate.add_argument("--server", help="ask a running decider at HOST:PORT instead")
     validate.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     validate.set_defaults(func=cmd_validate)
+
+    gang = sub.add_parser("gang", help="gang scheduling: the Workload/PodGroups a Job or JobSet "
+                                       "needs, and its pod-template references")
+    gang.add_argument("-f", "--file", required=True,
+                      help="YAML/JSON: a batch/v1 Job or a JobSet, and any Workloads/PodGroups "
+                           "that exist ('-' for stdin)")
+    gang.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
+    gang.add_argument("--target", default="", help=GANG_TARGETS)
+    gang.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    gang.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    gang.set_defaults(func=cmd_gang)
+
+    podsets = sub.add_parser("podsets", help="Kueue's pod sets of a Job or JobSet beside the "
+                                             "gang minCount of each")
+    podsets.add_argument("-f", "--file", required=True,
+                         help="YAML/JSON: a batch/v1 Job or a JobSet ('-' for stdin)")
+    podsets.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
+    podsets.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    podsets.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    podsets.set_defaults(func=cmd_podsets)
     return parser
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from decider.core.decide import decide
-from decider.core.errors import InvalidInput
+from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import (
     Action,
     JobCondition,
@@ -41,6 +41,8 @@ _ACTION_TYPES = {
     "UpdateStatus": pb.ACTION_TYPE_UPDATE_STATUS,
     "DeleteJobSet": pb.ACTION_TYPE_DELETE_JOB_SET,
     "Event": pb.ACTION_TYPE_EVENT,
+    "PatchWorkload": pb.ACTION_TYPE_PATCH_WORKLOAD,
+    "PatchPodGroup": pb.ACTION_TYPE_PATCH_POD_GROUP,
 }
 
 
@@ -55,8 +57,29 @@ def parse_json(text: str, field: str) -> Any:
         raise InvalidInput.at(field, "is nested too deeply") from None
 
 
+def gang_choice(opts: pb.Options) -> tuple[str, str]:
+    """The gang API generation and target the request asks for, defaults filled in."""
+    from decider.core.gang import API_VERSIONS, KUBERNETES, NEWEST, TARGETS
+
+    api_version = opts.gang_api_version or NEWEST
+    target = opts.gang_target or KUBERNETES
+    if api_version not in API_VERSIONS:
+        raise InvalidInput.at("options.gang_api_version",
+                              f"Unsupported value: {api_version!r}: supported values: "
+                              + ", ".join(API_VERSIONS))
+    if target not in TARGETS:
+        raise InvalidInput.at("options.gang_target",
+                              f"Unsupported value: {target!r}: supported values: "
+                              + ", ".join(TARGETS))
+    return api_version, target
+
+
 def options_from_proto(opts: pb.Options) -> Options:
-    return Options(controller_name=opts.controller_name, feature_gates=dict(opts.feature_gates))
+    # Checked here, for every JobSet, so a typo fails at once and not on the first gang JobSet.
+    if opts.gang_api_version or opts.gang_target:
+        gang_choice(opts)
+    return Options(controller_name=opts.controller_name, feature_gates=dict(opts.feature_gates),
+                   gang_api_version=opts.gang_api_version, gang_target=opts.gang_target)
 
 
 def _job(msg: pb.ObservedJob) -> ObservedJob:
@@ -177,12 +200,18 @@ def now_utc() -> datetime:
 
 
 def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
-    """Admission: create (default, then validate) or update (validate against the old object)."""
+    """Admission: create (default, then validate) or update (validate against the old object).
+
+    A batch/v1 Job is checked against the gang rules of options.gang_api_version (the 1.36
+    parallelism freeze, 1.37 spec.scheduling); a JobSet by JobSet admission.
+    """
     from decider.core import admission
 
     obj = parse_json(req.object_json, "object_json")
     if not isinstance(obj, dict):
         raise InvalidInput.at("object_json", "must be a JSON object")
+    if _is_job(obj):
+        return _validate_job(req, obj)
     gates = dict(req.options.feature_gates)
     if req.old_object_json:
         old = parse_json(req.old_object_json, "old_object_json")
@@ -201,3 +230,111 @@ def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
         errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
         object_json=_dumps(result),
     )
+
+
+def _is_job(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch/")
+
+
+def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any]) -> pb.ValidateResponse:
+    from decider.core.gang import validate_job_update
+
+    api_version, _ = gang_choice(req.options)
+    old = obj
+    if req.old_object_json:
+        old = parse_json(req.old_object_json, "old_object_json")
+        if not isinstance(old, dict) or not _is_job(old):
+            raise InvalidInput.at("old_object_json", "must be a batch/v1 Job, as object_json is")
+    # The admission plugin looks the PodGroup up; a caller that sends none lets the rules of
+    # the generation say whether the old Job is gang scheduled.
+    existing = _gang_objects(req.objects)
+    # A create is checked as an update from itself: only the rules on the new object apply.
+    try:
+        errors = validate_job_update(obj, old, api_version, existing or None)
+    except InvalidInput as exc:
+        raise _remap_existing(exc) from None
+    return pb.ValidateResponse(
+        valid=not errors,
+        errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
+        object_json=_dumps(obj),
+    )
+
+
+def _gang_objects(objects: Any) -> list[dict[str, Any]]:
+    out = []
+    for i, o in enumerate(objects):
+        if not o.object_json:
+            raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
+        obj = parse_json(o.object_json, f"objects[{i}].object_json")
+        if not isinstance(obj, dict):
+            raise InvalidInput.at(f"objects[{i}].object_json", "must be a JSON object")
+        out.append(obj)
+    return out
+
+
+def _remap_existing(exc: InvalidInput) -> InvalidInput:
+    """The core names observed objects `existing[k]`; the request calls them `objects[k]`."""
+    errors = []
+    for e in exc.errors:
+        field = e.field
+        if field.startswith("existing["):
+            head, _, rest = field.partition("]")
+            field = f"objects[{head[len('existing['):]}].object_json{rest}"
+        errors.append(FieldError(field, e.message))
+    return type(exc)(errors)
+
+
+def plan_gang_response(req: pb.PlanGangRequest) -> pb.PlanGangResponse:
+    """Gang objects for a Job or JobSet; raises InvalidInput (naming the field) for bad input."""
+    from decider.core.gang import plan_gang
+
+    obj = parse_json(req.object_json, "object_json")
+    if not isinstance(obj, dict):
+        raise InvalidInput.at("object_json", "must be a JSON object")
+    api_version, target = gang_choice(req.options)
+    existing = _gang_objects(req.objects)
+    try:
+        plan = plan_gang(obj, existing, api_version, target)
+    except InvalidInput as exc:
+        raise _remap_existing(exc) from None
+    return pb.PlanGangResponse(
+        objects_json=[_dumps(o) for o in plan.objects],
+        pod_template_patches=[pb.PodTemplatePatch(job_name=name, patch_json=_dumps(patch))
+                              for name, patch in plan.pod_template_patches.items()],
+        explanation=plan.explanation,
+        warnings=plan.warnings,
+        job_annotations=[pb.JobAnnotations(job_name=name, annotations=annotations)
+                         for name, annotations in plan.job_annotations.items()],
+        updates=[pb.ObjectPatch(object=_ref(u), patch_type=str(u.get("patchType") or ""),
+                                patch_json=_dumps(u.get("patch"))) for u in plan.updates],
+        deletes=[_ref(d) for d in plan.deletes],
+        mode=plan.mode,
+    )
+
+
+def _ref(ref: dict[str, Any]) -> pb.ObjectRef:
+    return pb.ObjectRef(api_version=str(ref.get("apiVersion") or ""),
+                        kind=str(ref.get("kind") or ""), name=str(ref.get("name") or ""),
+                        uid=str(ref.get("uid") or ""))
+
+
+def pod_sets_response(req: pb.PodSetsRequest) -> pb.PodSetsResponse:
+    """Kueue's pod sets of a Job or JobSet beside the gang minCount that covers each."""
+    from decider.core.gang import pod_sets
+
+    obj = parse_json(req.object_json, "object_json")
+    if not isinstance(obj, dict):
+        raise InvalidInput.at("object_json", "must be a JSON object")
+    api_version, _ = gang_choice(req.options)
+    out = pb.PodSetsResponse()
+    for info in pod_sets(obj, api_version):
+        msg = out.pod_sets.add(name=info.name, count=info.count, warnings=info.warnings)
+        if info.replicated_job is not None:
+            msg.replicated_job = info.replicated_job
+        if info.gang_podgroup is not None:
+            msg.gang.pod_group = info.gang_podgroup
+            msg.gang.template = info.gang_template or ""
+            msg.gang.pod_sets.extend(info.gang_pod_sets)
+            if info.gang_min_count is not None:
+                msg.gang.min_count = info.gang_min_count
+    return out

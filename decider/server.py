@@ -39,6 +39,14 @@ class DeciderServicer(pb_grpc.DeciderServicer):
                        context: grpc.aio.ServicerContext) -> pb.ValidateResponse:
         return await _answer(context, convert.validate_response, request)
 
+    async def PlanGang(self, request: pb.PlanGangRequest,  # noqa: N802
+                       context: grpc.aio.ServicerContext) -> pb.PlanGangResponse:
+        return await _answer(context, convert.plan_gang_response, request)
+
+    async def PodSets(self, request: pb.PodSetsRequest,  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> pb.PodSetsResponse:
+        return await _answer(context, convert.pod_sets_response, request)
+
 
 async def _answer(context: grpc.aio.ServicerContext, fn: Callable[[Any], Any],
                   request: Any) -> Any:

@@ -27,6 +27,8 @@ class ActionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_TYPE_UPDATE_STATUS: _ClassVar[ActionType]
     ACTION_TYPE_DELETE_JOB_SET: _ClassVar[ActionType]
     ACTION_TYPE_EVENT: _ClassVar[ActionType]
+    ACTION_TYPE_PATCH_WORKLOAD: _ClassVar[ActionType]
+    ACTION_TYPE_PATCH_POD_GROUP: _ClassVar[ActionType]
 ACTION_TYPE_UNSPECIFIED: ActionType
 ACTION_TYPE_CREATE_JOB: ActionType
 ACTION_TYPE_DELETE_JOB: ActionType
@@ -42,9 +44,11 @@ ACTION_TYPE_DELETE_POD_GROUP: ActionType
 ACTION_TYPE_UPDATE_STATUS: ActionType
 ACTION_TYPE_DELETE_JOB_SET: ActionType
 ACTION_TYPE_EVENT: ActionType
+ACTION_TYPE_PATCH_WORKLOAD: ActionType
+ACTION_TYPE_PATCH_POD_GROUP: ActionType
 
 class Options(_message.Message):
-    __slots__ = ("controller_name", "feature_gates")
+    __slots__ = ("controller_name", "feature_gates", "gang_api_version", "gang_target")
     class FeatureGatesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -54,9 +58,13 @@ class Options(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[bool] = ...) -> None: ...
     CONTROLLER_NAME_FIELD_NUMBER: _ClassVar[int]
     FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
+    GANG_API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GANG_TARGET_FIELD_NUMBER: _ClassVar[int]
     controller_name: str
     feature_gates: _containers.ScalarMap[str, bool]
-    def __init__(self, controller_name: _Optional[str] = ..., feature_gates: _Optional[_Mapping[str, bool]] = ...) -> None: ...
+    gang_api_version: str
+    gang_target: str
+    def __init__(self, controller_name: _Optional[str] = ..., feature_gates: _Optional[_Mapping[str, bool]] = ..., gang_api_version: _Optional[str] = ..., gang_target: _Optional[str] = ...) -> None: ...
 
 class Condition(_message.Message):
     __slots__ = ("type", "status", "reason", "message", "last_transition_time")
@@ -345,3 +353,118 @@ class ValidateResponse(_message.Message):
     errors: _containers.RepeatedCompositeFieldContainer[FieldError]
     object_json: str
     def __init__(self, valid: _Optional[bool] = ..., errors: _Optional[_Iterable[_Union[FieldError, _Mapping]]] = ..., object_json: _Optional[str] = ...) -> None: ...
+
+class PlanGangRequest(_message.Message):
+    __slots__ = ("object_json", "objects", "options")
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    object_json: str
+    objects: _containers.RepeatedCompositeFieldContainer[ObservedObject]
+    options: Options
+    def __init__(self, object_json: _Optional[str] = ..., objects: _Optional[_Iterable[_Union[ObservedObject, _Mapping]]] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
+
+class ObjectRef(_message.Message):
+    __slots__ = ("api_version", "kind", "name", "uid")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class ObjectPatch(_message.Message):
+    __slots__ = ("object", "patch_type", "patch_json")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    PATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    object: ObjectRef
+    patch_type: str
+    patch_json: str
+    def __init__(self, object: _Optional[_Union[ObjectRef, _Mapping]] = ..., patch_type: _Optional[str] = ..., patch_json: _Optional[str] = ...) -> None: ...
+
+class PodTemplatePatch(_message.Message):
+    __slots__ = ("job_name", "patch_json")
+    JOB_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    job_name: str
+    patch_json: str
+    def __init__(self, job_name: _Optional[str] = ..., patch_json: _Optional[str] = ...) -> None: ...
+
+class JobAnnotations(_message.Message):
+    __slots__ = ("job_name", "annotations")
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    JOB_NAME_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    job_name: str
+    annotations: _containers.ScalarMap[str, str]
+    def __init__(self, job_name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PlanGangResponse(_message.Message):
+    __slots__ = ("objects_json", "pod_template_patches", "explanation", "warnings", "job_annotations", "updates", "deletes", "mode")
+    OBJECTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    POD_TEMPLATE_PATCHES_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    JOB_ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    DELETES_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    objects_json: _containers.RepeatedScalarFieldContainer[str]
+    pod_template_patches: _containers.RepeatedCompositeFieldContainer[PodTemplatePatch]
+    explanation: _containers.RepeatedScalarFieldContainer[str]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    job_annotations: _containers.RepeatedCompositeFieldContainer[JobAnnotations]
+    updates: _containers.RepeatedCompositeFieldContainer[ObjectPatch]
+    deletes: _containers.RepeatedCompositeFieldContainer[ObjectRef]
+    mode: str
+    def __init__(self, objects_json: _Optional[_Iterable[str]] = ..., pod_template_patches: _Optional[_Iterable[_Union[PodTemplatePatch, _Mapping]]] = ..., explanation: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., job_annotations: _Optional[_Iterable[_Union[JobAnnotations, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[ObjectPatch, _Mapping]]] = ..., deletes: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., mode: _Optional[str] = ...) -> None: ...
+
+class PodSetsRequest(_message.Message):
+    __slots__ = ("object_json", "options")
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    object_json: str
+    options: Options
+    def __init__(self, object_json: _Optional[str] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
+
+class PodSetGang(_message.Message):
+    __slots__ = ("pod_group", "template", "min_count", "pod_sets")
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    POD_SETS_FIELD_NUMBER: _ClassVar[int]
+    pod_group: str
+    template: str
+    min_count: int
+    pod_sets: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pod_group: _Optional[str] = ..., template: _Optional[str] = ..., min_count: _Optional[int] = ..., pod_sets: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PodSet(_message.Message):
+    __slots__ = ("name", "count", "replicated_job", "gang", "warnings")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REPLICATED_JOB_FIELD_NUMBER: _ClassVar[int]
+    GANG_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    count: int
+    replicated_job: str
+    gang: PodSetGang
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PodSetsResponse(_message.Message):
+    __slots__ = ("pod_sets",)
+    POD_SETS_FIELD_NUMBER: _ClassVar[int]
+    pod_sets: _containers.RepeatedCompositeFieldContainer[PodSet]
+    def __init__(self, pod_sets: _Optional[_Iterable[_Union[PodSet, _Mapping]]] = ...) -> None: ...

@@ -44,6 +44,16 @@ class DeciderStub:
                 request_serializer=decider_dot_v1_dot_decider__pb2.ValidateRequest.SerializeToString,
                 response_deserializer=decider_dot_v1_dot_decider__pb2.ValidateResponse.FromString,
                 _registered_method=True)
+        self.PlanGang = channel.unary_unary(
+                '/decider.v1.Decider/PlanGang',
+                request_serializer=decider_dot_v1_dot_decider__pb2.PlanGangRequest.SerializeToString,
+                response_deserializer=decider_dot_v1_dot_decider__pb2.PlanGangResponse.FromString,
+                _registered_method=True)
+        self.PodSets = channel.unary_unary(
+                '/decider.v1.Decider/PodSets',
+                request_serializer=decider_dot_v1_dot_decider__pb2.PodSetsRequest.SerializeToString,
+                response_deserializer=decider_dot_v1_dot_decider__pb2.PodSetsResponse.FromString,
+                _registered_method=True)
 
 
 class DeciderServicer:
@@ -63,6 +73,21 @@ class DeciderServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlanGang(self, request, context):
+        """Gang scheduling: the Workload/PodGroup objects a batch/v1 Job or a JobSet needs, in creation
+        order, and how each pod template must point at them (docs/gang.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PodSets(self, request, context):
+        """Kueue's pod sets of a Job or JobSet, next to the gang minCount that covers each.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeciderServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -75,6 +100,16 @@ def add_DeciderServicer_to_server(servicer, server):
                     servicer.Validate,
                     request_deserializer=decider_dot_v1_dot_decider__pb2.ValidateRequest.FromString,
                     response_serializer=decider_dot_v1_dot_decider__pb2.ValidateResponse.SerializeToString,
+            ),
+            'PlanGang': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanGang,
+                    request_deserializer=decider_dot_v1_dot_decider__pb2.PlanGangRequest.FromString,
+                    response_serializer=decider_dot_v1_dot_decider__pb2.PlanGangResponse.SerializeToString,
+            ),
+            'PodSets': grpc.unary_unary_rpc_method_handler(
+                    servicer.PodSets,
+                    request_deserializer=decider_dot_v1_dot_decider__pb2.PodSetsRequest.FromString,
+                    response_serializer=decider_dot_v1_dot_decider__pb2.PodSetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -131,6 +166,60 @@ class Decider:
             '/decider.v1.Decider/Validate',
             decider_dot_v1_dot_decider__pb2.ValidateRequest.SerializeToString,
             decider_dot_v1_dot_decider__pb2.ValidateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanGang(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/decider.v1.Decider/PlanGang',
+            decider_dot_v1_dot_decider__pb2.PlanGangRequest.SerializeToString,
+            decider_dot_v1_dot_decider__pb2.PlanGangResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PodSets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/decider.v1.Decider/PodSets',
+            decider_dot_v1_dot_decider__pb2.PodSetsRequest.SerializeToString,
+            decider_dot_v1_dot_decider__pb2.PodSetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,6 +39,14 @@ class DeciderClient:
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.ValidateResponse:
         return self._stub.Validate(request, timeout=timeout or self.timeout, metadata=metadata)
 
+    def plan_gang(self, request: pb.PlanGangRequest, *, timeout: float | None = None,
+                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.PlanGangResponse:
+        return self._stub.PlanGang(request, timeout=timeout or self.timeout, metadata=metadata)
+
+    def pod_sets(self, request: pb.PodSetsRequest, *, timeout: float | None = None,
+                 metadata: Sequence[tuple[str, str]] | None = None) -> pb.PodSetsResponse:
+        return self._stub.PodSets(request, timeout=timeout or self.timeout, metadata=metadata)
+
     def close(self) -> None:
         self._channel.close()
 

@@ -64,3 +64,16 @@ def split_jobset(objects: list[dict[str, Any]], source: str = "input"
     if len(jobsets) != 1:
         raise ObservationError(source, f"must hold exactly one JobSet, found {len(jobsets)}")
     return jobsets[0], [o for o in objects if o is not jobsets[0]]
+
+
+def split_subject(objects: list[dict[str, Any]], source: str = "input"
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The one JobSet (or, without one, the one batch/v1 Job) among `objects`, and the rest."""
+    jobsets = [o for o in objects if o.get("kind") == "JobSet"]
+    jobs = [o for o in objects if o.get("kind") == "Job"
+            and str(o.get("apiVersion", "")).startswith("batch/")]
+    subject = jobsets if jobsets else jobs
+    if len(subject) != 1:
+        raise ObservationError(source, "must hold exactly one batch/v1 Job or one JobSet, "
+                                       f"found {len(jobsets)} JobSet(s) and {len(jobs)} Job(s)")
+    return subject[0], [o for o in objects if o is not subject[0]]

@@ -192,13 +192,17 @@ def timestamp(now: datetime) -> Any:
 
 
 def options(controller_name: str = "",
-            feature_gates: Mapping[str, bool] | None = None) -> pb.Options:
-    return pb.Options(controller_name=controller_name, feature_gates=dict(feature_gates or {}))
+            feature_gates: Mapping[str, bool] | None = None,
+            gang_api_version: str = "", gang_target: str = "") -> pb.Options:
+    return pb.Options(controller_name=controller_name, feature_gates=dict(feature_gates or {}),
+                      gang_api_version=gang_api_version, gang_target=gang_target)
 
 
 def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]],
                          now: datetime, controller_name: str = "",
-                         feature_gates: Mapping[str, bool] | None = None) -> pb.DecideRequest:
+                         feature_gates: Mapping[str, bool] | None = None,
+                         gang_api_version: str = "",
+                         gang_target: str = "") -> pb.DecideRequest:
     """Turn a JobSet and the objects around it into a DecideRequest.
 
     `owned` may hold Jobs, Pods, Services, PVCs, Workloads, PodGroups, as the API server serves
@@ -209,7 +213,7 @@ def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]]
     req = pb.DecideRequest(
         jobset_json=json.dumps(jobset, separators=(",", ":")),
         now=timestamp(now),
-        options=options(controller_name, feature_gates),
+        options=options(controller_name, feature_gates, gang_api_version, gang_target),
     )
     counts = {"Job": 0, "Pod": 0, "other": 0}
     for obj in owned:
@@ -226,3 +230,29 @@ def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]]
             req.objects.append(object_summary(obj, f"objects[{counts['other']}]"))
             counts["other"] += 1
     return req
+
+
+def build_plan_gang_request(obj: dict[str, Any], existing: Iterable[dict[str, Any]] = (),
+                            api_version: str = "", target: str = "") -> pb.PlanGangRequest:
+    """A Job or JobSet and the Workloads/PodGroups that exist -> PlanGangRequest.
+
+    Jobs and Pods among `existing` are left out: the gang plan never reads them.
+    """
+    if not isinstance(obj, dict):
+        raise ObservationError("object", "must be an object")
+    req = pb.PlanGangRequest(object_json=json.dumps(obj, separators=(",", ":")),
+                             options=options(gang_api_version=api_version, gang_target=target))
+    for other in existing:
+        if not isinstance(other, dict):
+            raise ObservationError("objects", "every object must be a JSON object")
+        if other.get("kind") in ("Job", "Pod"):
+            continue
+        req.objects.append(object_summary(other, f"objects[{len(req.objects)}]"))
+    return req
+
+
+def build_pod_sets_request(obj: dict[str, Any], api_version: str = "") -> pb.PodSetsRequest:
+    if not isinstance(obj, dict):
+        raise ObservationError("object", "must be an object")
+    return pb.PodSetsRequest(object_json=json.dumps(obj, separators=(",", ":")),
+                             options=options(gang_api_version=api_version))

@@ -26,6 +26,8 @@ ACTION_NAMES = {
     pb.ACTION_TYPE_UPDATE_STATUS: "UpdateStatus",
     pb.ACTION_TYPE_DELETE_JOB_SET: "DeleteJobSet",
     pb.ACTION_TYPE_EVENT: "Event",
+    pb.ACTION_TYPE_PATCH_WORKLOAD: "PatchWorkload",
+    pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
 }
 ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
 
@@ -100,6 +102,50 @@ def validation_to_dict(response: pb.ValidateResponse) -> dict[str, Any]:
         return {"valid": True, "object": json.loads(response.object_json or "null")}
     return {"valid": False,
             "errors": [{"field": e.field, "message": e.message} for e in response.errors]}
+
+
+def _ref_to_dict(ref: pb.ObjectRef) -> dict[str, Any]:
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "uid": ref.uid}
+
+
+def gang_plan_to_dict(response: pb.PlanGangResponse) -> dict[str, Any]:
+    """The gang plan's JSON shape: the keys and order of the core's GangPlan.to_dict()."""
+    out: dict[str, Any] = {
+        "objects": [json.loads(o) for o in response.objects_json],
+        "podTemplatePatches": {p.job_name: json.loads(p.patch_json)
+                               for p in response.pod_template_patches},
+        "explanation": list(response.explanation),
+    }
+    if response.warnings:
+        out["warnings"] = list(response.warnings)
+    if response.job_annotations:
+        # Sorted: a proto map has no order, and the bytes must not depend on the transport.
+        out["jobAnnotations"] = {a.job_name: dict(sorted(a.annotations.items()))
+                                 for a in response.job_annotations}
+    if response.updates:
+        out["updates"] = [{**_ref_to_dict(u.object), "patchType": u.patch_type,
+                           "patch": json.loads(u.patch_json or "null")}
+                          for u in response.updates]
+    if response.deletes:
+        out["deletes"] = [_ref_to_dict(d) for d in response.deletes]
+    out["mode"] = response.mode
+    return out
+
+
+def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
+    """Pod sets as the core's PodSetInfo.to_dict() spells them, under "podSets"."""
+    sets = []
+    for ps in response.pod_sets:
+        gang = None
+        if ps.HasField("gang"):
+            gang = {"podGroup": ps.gang.pod_group, "template": ps.gang.template,
+                    "minCount": ps.gang.min_count if ps.gang.HasField("min_count") else None,
+                    "podSets": list(ps.gang.pod_sets)}
+        sets.append({"name": ps.name, "count": ps.count,
+                     "replicatedJob": ps.replicated_job if ps.HasField("replicated_job")
+                     else None,
+                     "gang": gang, "warnings": list(ps.warnings)})
+    return {"podSets": sets}
 
 
 def dumps(data: Any, fmt: str = "json") -> str:
