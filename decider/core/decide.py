@@ -97,7 +97,9 @@ def decide(observed: Observed) -> Plan:
 
 
 def _untouched(js: JobSet, sentence: str) -> Plan:
-    return Plan(status=dict(js.status), explanation=[sentence],
+    # Normalized as _finish does: a plan's status has every counter and terminalState whichever
+    # way the pass ended (a deleted JobSet with no status gave a plan status without them).
+    return Plan(status=_normalized_status(js.status), explanation=[sentence],
                 resource_version=js.resource_version)
 
 
