@@ -23,7 +23,7 @@ DEFAULT_OWNED_KINDS: tuple[tuple[str, str], ...] = (
 class Config:
     kubeconfig: str = ""
     context: str = ""
-    decider_address: str = "127.0.0.1:50051"
+    decider_address: str = "local"
     decider_timeout: float = 5.0
     decider_tls: bool = False
     decider_ca_file: str = ""
@@ -97,8 +97,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--context", default=e("SHIM_KUBE_CONTEXT", ""), help="kubeconfig context")
     p.add_argument(
         "--decider-address",
-        default=e("DECIDER_ADDRESS", "127.0.0.1:50051"),
-        help="gRPC target of the decider (env DECIDER_ADDRESS)",
+        default=e("DECIDER_ADDRESS", "local"),
+        help="gRPC target of the decider (env DECIDER_ADDRESS); 'local' (the default) runs "
+        "one as a child process on a loopback port",
     )
     p.add_argument(
         "--decider-timeout",

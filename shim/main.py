@@ -17,6 +17,10 @@ from decider_client import DeciderClient
 from shim.config import Config, parse_args
 from shim.controller import Shim
 from shim.kube import Kube
+from shim.local_decider import LocalDecider
+
+# --decider-address value that runs a decider of the shim's own (shim/local_decider.py).
+LOCAL = "local"
 
 log = logging.getLogger("shim")
 
@@ -76,6 +80,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, cfg.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    local = None
+    if cfg.decider_address == LOCAL:
+        local = LocalDecider()
+        cfg.decider_address = local.start()
+        log.info("started a local decider at %s", cfg.decider_address)
+    try:
+        return _run(cfg)
+    finally:
+        if local is not None:
+            local.stop()
+
+
+def _run(cfg: Config) -> int:
     shim = build(cfg)
     if cfg.once:
         return shim.run_once()

@@ -192,3 +192,19 @@ def test_cli_once_against_the_fake_cluster(cluster, decider_server, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert cluster.job_names("cli-") == ["cli-workers-0"]
+
+
+def test_cli_once_with_nothing_but_a_kubeconfig(cluster, tmp_path):
+    """No decider address: the shim runs a local decider of its own (`--decider-address local`)."""
+    cluster.create_jobset(jobset("solo", rjob("workers", 2)))
+    env = dict(os.environ, KUBECONFIG=str(cluster.kubeconfig), PYTHONPATH=str(ROOT))
+    for key in ("KUBERNETES_SERVICE_HOST", "DECIDER_ADDRESS"):
+        env.pop(key, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shim.main", "--once", "--no-leader-elect",
+         "--controller-name", CONTROLLER],
+        env=env, capture_output=True, text=True, timeout=90, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "started a local decider" in proc.stderr
+    assert cluster.job_names("solo-") == ["solo-workers-0", "solo-workers-1"]
