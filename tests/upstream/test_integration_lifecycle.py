@@ -1024,3 +1024,72 @@ def test_ids_are_unique() -> None:
     ids = [p.id for p in SCENARIOS + _dep_scenarios()]  # type: ignore[attr-defined]
     assert len(ids) == len(set(ids))
     assert UID and NS
+
+
+def test_ttl_after_finished_deletes_only_the_jobset_with_ttl() -> None:
+    """Upstream: "JobSet controller should delete it after configured ttl duration passes"."""
+    with_ttl = started(two_rjobs(ttlSecondsAfterFinished=2))
+    without = started(two_rjobs())
+    with_ttl.fail(A0)
+    without.complete(*ALL)
+    with_ttl.step()
+    without.step()
+    assert with_ttl.cond_summary(c.FAILED)[0] == "True"
+    assert without.cond_summary(c.COMPLETED)[0] == "True"
+    # Next pass: the active Jobs of the failed JobSet go; the TTL asks for a requeue.
+    plan = with_ttl.step()
+    assert named(plan, "DeleteJob") == B
+    assert plan.requeue_after_seconds == 2
+    with_ttl.finalize()
+    for w in (with_ttl, without):
+        w.tick(1)
+    assert with_ttl.step().requeue_after_seconds == 1
+    assert not with_ttl.jobset_deleted
+    for w in (with_ttl, without):
+        w.tick(1)
+        w.step()
+    assert with_ttl.jobset_deleted and not without.jobset_deleted
+    assert with_ttl.plans[-1].actions[-1].type == "DeleteJobSet"
+
+
+def test_generate_name_headless_service_named_after_the_jobset() -> None:
+    js = two_rjobs()
+    js["metadata"]["generateName"] = "name-prefix"
+    js["metadata"]["name"] = "name-prefix-x7k2q"
+    w = started(js)
+    assert list(w.others) == [("Service", "name-prefix-x7k2q")]
+    assert {j["spec"]["template"]["spec"]["subdomain"] for j in w.jobs.values()} == {
+        "name-prefix-x7k2q"
+    }
+
+
+def test_managed_by_another_controller_nothing_happens() -> None:
+    """Upstream: "A JobSet is managed by another controller" (suspended, unsuspended, status)."""
+    status = {
+        "restarts": 1,
+        "conditions": [
+            {
+                "type": "Failed",
+                "status": "False",
+                "reason": "ByTest",
+                "message": "",
+                "lastTransitionTime": "2026-03-01T08:00:00Z",
+            }
+        ],
+        "replicatedJobsStatus": [
+            {
+                "name": "replicated-job-a",
+                "ready": 2,
+                "succeeded": 3,
+                "failed": 4,
+                "active": 5,
+                "suspended": 6,
+            }
+        ],
+    }
+    w = World(jobset=two_rjobs(managedBy="other-controller", suspend=True, status=status))
+    assert w.settle()[-1].actions == []
+    w.update_spec(suspend=False)
+    assert w.settle()[-1].actions == []
+    assert w.jobs == {} and w.others == {}
+    assert w.jobset["status"] == status
