@@ -513,3 +513,56 @@ def test_decide_ownership_conflict_is_a_warning_event(tmp_path: Path) -> None:
     assert event["type"] == "Warning" and event["reason"] == "GangObjectConflict"
     assert event["message"].startswith("objects[0].object_json.metadata.ownerReferences")
     assert decided["requeueAfterSeconds"] == 30
+
+
+# --- Jobs with objects that exist: the CLI answers what the core answers ---------------------
+
+def _job_scenarios() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]], str]]:
+    from decider.core.gang import plan_gang
+    from tests.gang.gang_fixtures import job, owner
+
+    def served(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, o in enumerate(objs):
+            o["metadata"]["uid"] = f"uid-{i}"
+        return objs
+
+    made = served(plan_gang(job(), [], V1ALPHA2).objects)
+    foreign = json.loads(json.dumps(made[0]))
+    foreign["metadata"]["ownerReferences"][0]["uid"] = "other"
+    elastic = {"schedulingPolicy": {"gang": {}}}
+    made_b1 = served(plan_gang(job(scheduling=elastic), [], V1BETA1).objects)
+    parent = {"apiVersion": V1BETA1, "kind": "Workload",
+              "metadata": {"name": "parent-wl", "namespace": "default", "uid": "parent-uid",
+                           "ownerReferences": [owner("Trainer", "t", "t-uid",
+                                                     "example.com/v1")]},
+              "spec": {"controllerRef": {"apiGroup": "example.com", "kind": "Trainer",
+                                         "name": "t"},
+                       "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {
+                           "gang": {"minCount": 3}}}]}}
+    delegated = job(owner=owner("Trainer", "t", "t-uid", "example.com/v1"),
+                    annotations={"scheduling.k8s.io/group-template-name": "workers"})
+    return {
+        "1.36 started job reuses its objects": (job(status={"startTime": "t"}), made, V1ALPHA2),
+        "1.36 workload of another owner: default scheduling": (job(), [foreign], V1ALPHA2),
+        "1.37 minCount patched in place": (
+            job(parallelism=6, completions=6, scheduling=elastic), made_b1, V1BETA1),
+        "1.37 delegated job makes only its podgroup": (delegated, [parent], V1BETA1),
+    }
+
+
+@pytest.mark.parametrize("scenario", sorted(_job_scenarios()))
+def test_job_scenarios_with_existing_objects_match_the_core(
+        scenario: str, tmp_path: Path, server: BackgroundServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from decider.core.gang import plan_gang
+
+    obj, existing, api_version = _job_scenarios()[scenario]
+    want = plan_gang(obj, existing, api_version).to_dict()
+    path = write(tmp_path, obj, *existing)
+    code, local, err = main(capsys, "gang", "-f", path, "--api-version", api_version)
+    assert code == 0, err
+    code, remote, err = main(capsys, "gang", "-f", path, "--api-version", api_version,
+                             "--server", server.target)
+    assert code == 0, err
+    assert local == remote
+    assert json.loads(local) == want
