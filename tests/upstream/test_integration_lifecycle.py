@@ -1093,3 +1093,33 @@ def test_managed_by_another_controller_nothing_happens() -> None:
     assert w.settle()[-1].actions == []
     assert w.jobs == {} and w.others == {}
     assert w.jobset["status"] == status
+
+
+def test_resume_keeps_node_selector_strategy_directives() -> None:
+    """Exclusive placement (nodeSelector strategy) survives a suspend/resume cycle: the resume
+    merges the template's directives into the Job's instead of replacing them."""
+    js = two_rjobs(suspend=True)
+    js["metadata"]["annotations"] = {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool",
+        "alpha.jobset.sigs.k8s.io/node-selector": "true",
+    }
+    w = started(js)
+    w.jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update(
+        nodeSelector={"pool": "a"}, tolerations=[{"key": "kueue", "operator": "Exists"}]
+    )
+    w.update_spec(suspend=False)
+    w.settle()
+    pod = w.jobs[A0]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "alpha.jobset.sigs.k8s.io/namespaced-job": f"{NS}_{A0}",
+        "pool": "a",
+    }
+    assert pod["tolerations"] == [
+        {
+            "key": "alpha.jobset.sigs.k8s.io/no-schedule",
+            "operator": "Exists",
+            "effect": "NoSchedule",
+        },
+        {"key": "kueue", "operator": "Exists"},
+    ]
+    assert not any(w.suspended().values())
