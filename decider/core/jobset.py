@@ -327,16 +327,30 @@ def _validate_status(status: dict[str, Any]) -> None:
     for key in ("restarts", "restartsCountTowardsMax"):
         _int(status.get(key), f"status.{key}", 0, minimum=0)
     _str(status.get("terminalState"), "status.terminalState")
+    # Everything the pass reads or writes back is checked here, so that a malformed status is
+    # InvalidInput naming the field rather than a crash later: a null list item (_map reads
+    # None as {}, but the pass reads items as objects), non-integer counts (sorted and written
+    # into the proto's int32 fields) and the in-place restart attempts.
+    for key in ("previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt"):
+        _int(status.get(key), f"status.{key}", minimum=0)
     for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
         cpath = f"status.conditions[{i}]"
+        if cond is None:
+            raise InvalidInput.at(cpath, "must be an object")
         cond = _map(cond, cpath)
         for key in ("type", "status", "reason", "message", "lastTransitionTime"):
             _str(cond.get(key), f"{cpath}.{key}")
     for i, rjs in enumerate(_list(status.get("replicatedJobsStatus"),
                                   "status.replicatedJobsStatus")):
         rpath = f"status.replicatedJobsStatus[{i}]"
+        if rjs is None:
+            raise InvalidInput.at(rpath, "must be an object")
         rjs = _map(rjs, rpath)
-        _str(rjs.get("name"), f"{rpath}.name")
+        # Required by the CRD; the pass sorts and matches entries by it.
+        if not _str(rjs.get("name"), f"{rpath}.name"):
+            raise InvalidInput.at(f"{rpath}.name", "Required value")
+        for key in ("ready", "succeeded", "failed", "active", "suspended"):
+            _int(rjs.get(key), f"{rpath}.{key}", minimum=0)
         for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
             for j, v in enumerate(_list(rjs.get(key), f"{rpath}.{key}")):
                 _int(v, f"{rpath}.{key}[{j}]", minimum=0)
