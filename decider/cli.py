@@ -101,6 +101,12 @@ def _call_local(method: str, request: Any) -> Any:
         raise UsageError(str(exc)) from None
 
 
+def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
+    """Ask the server named by --server, or decide in-process: one contract either way."""
+    return _call_remote(args.server, method, request) if args.server else _call_local(
+        method, request)
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
     objects = load_objects(_read(args.file), args.file)
     jobset, owned = split_jobset(objects, args.file)
@@ -108,8 +114,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
         jobset, owned, parse_now(args.now), controller_name=args.controller_name,
         feature_gates=parse_gates(args.feature_gates), gang_api_version=args.gang_api_version,
         gang_target=args.gang_target)
-    response = (_call_remote(args.server, "decide", request) if args.server
-                else _call_local("decide", request))
+    response = _call(args, "decide", request)
     sys.stdout.write(render.dumps(render.plan_to_dict(response), args.output))
     return 0
 
@@ -131,8 +136,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.old:
         old, _ = split_subject(load_objects(_read(args.old), args.old), args.old)
         request.old_object_json = json.dumps(old)
-    response = (_call_remote(args.server, "validate", request) if args.server
-                else _call_local("validate", request))
+    response = _call(args, "validate", request)
     sys.stdout.write(render.dumps(render.validation_to_dict(response), args.output))
     return 0 if response.valid else EXIT_INVALID
 
@@ -142,8 +146,7 @@ def cmd_gang(args: argparse.Namespace) -> int:
     subject, existing = split_subject(objects, args.file)
     request = observe.build_plan_gang_request(subject, existing, args.api_version, args.target)
     # Both paths go through the contract, so --server prints the same bytes as in-process.
-    response = (_call_remote(args.server, "plan_gang", request) if args.server
-                else _call_local("plan_gang", request))
+    response = _call(args, "plan_gang", request)
     sys.stdout.write(render.dumps(render.gang_plan_to_dict(response), args.output))
     return 0
 
@@ -152,8 +155,7 @@ def cmd_podsets(args: argparse.Namespace) -> int:
     objects = load_objects(_read(args.file), args.file)
     subject, _ = split_subject(objects, args.file)
     request = observe.build_pod_sets_request(subject, args.api_version)
-    response = (_call_remote(args.server, "pod_sets", request) if args.server
-                else _call_local("pod_sets", request))
+    response = _call(args, "pod_sets", request)
     sys.stdout.write(render.dumps(render.pod_sets_to_dict(response), args.output))
     return 0
 

@@ -176,8 +176,29 @@ class KubernetesV1Alpha1(_Native):
 class _RuntimePodGroups(_Native):
     """1.36 and later: templates in the Workload, one runtime PodGroup object per gang."""
 
-    def _template(self, g: Group) -> dict[str, Any]:
+    def _disruption(self, mode: str) -> Any:
+        """How this version spells a disruption mode ("single" or "all")."""
         raise NotImplementedError
+
+    def _blocks(self, g: Group) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if g.claims:
+            out["resourceClaims"] = copy.deepcopy(g.claims)
+        if g.disruption:
+            out["disruptionMode"] = self._disruption(g.disruption)
+        if g.priority_class:
+            out["priorityClassName"] = g.priority_class
+        return out
+
+    def _template(self, g: Group) -> dict[str, Any]:
+        # The Go types have no omitempty on schedulingConstraints, so the API serves an explicit
+        # null; emitting it keeps our manifests identical to what the cluster shows.
+        return {
+            "name": g.template,
+            "schedulingPolicy": _policy(g),
+            "schedulingConstraints": _topology(g),
+            **self._blocks(g),
+        }
 
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
         raise NotImplementedError
@@ -233,25 +254,8 @@ class KubernetesV1Alpha2(_RuntimePodGroups):
         name = wl.get("workloadName") if isinstance(wl, dict) else None
         return name if isinstance(name, str) else None
 
-    def _blocks(self, g: Group) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if g.claims:
-            out["resourceClaims"] = copy.deepcopy(g.claims)
-        if g.disruption:
-            out["disruptionMode"] = self._DISRUPTION[g.disruption]
-        if g.priority_class:
-            out["priorityClassName"] = g.priority_class
-        return out
-
-    def _template(self, g: Group) -> dict[str, Any]:
-        # The Go type has no omitempty on schedulingConstraints, so the API serves an explicit
-        # null; emitting it keeps our manifests identical to what the cluster shows.
-        return {
-            "name": g.template,
-            "schedulingPolicy": _policy(g),
-            "schedulingConstraints": _topology(g),
-            **self._blocks(g),
-        }
+    def _disruption(self, mode: str) -> Any:
+        return self._DISRUPTION[mode]
 
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
         spec: dict[str, Any] = {
@@ -280,23 +284,8 @@ class KubernetesV1Beta1(_RuntimePodGroups):
         name = ref.get("workloadName") if isinstance(ref, dict) else None
         return name if isinstance(name, str) else None
 
-    def _blocks(self, g: Group) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if g.claims:
-            out["resourceClaims"] = copy.deepcopy(g.claims)
-        if g.disruption:
-            out["disruptionMode"] = {g.disruption: {}}
-        if g.priority_class:
-            out["priorityClassName"] = g.priority_class
-        return out
-
-    def _template(self, g: Group) -> dict[str, Any]:
-        return {
-            "name": g.template,
-            "schedulingPolicy": _policy(g),
-            "schedulingConstraints": _topology(g),
-            **self._blocks(g),
-        }
+    def _disruption(self, mode: str) -> Any:
+        return {mode: {}}  # a union: {"single": {}} or {"all": {}}
 
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
         spec: dict[str, Any] = {
