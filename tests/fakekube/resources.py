@@ -46,6 +46,13 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("batch", "v1", "Job", "jobs"),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", status_subresource=False),
     ResourceType("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", builtin=False),
+    # Gang scheduling, every generation and target the shim can be pointed at. Each version has
+    # its own store here (a real API server converts between them); the shim watches one.
     ResourceType("scheduling.k8s.io", "v1alpha2", "Workload", "workloads"),
     ResourceType("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups"),
+    ResourceType("scheduling.k8s.io", "v1alpha1", "Workload", "workloads"),
+    ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads"),
+    ResourceType("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups"),
+    ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", builtin=False),
+    ResourceType("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", builtin=False),
 )
