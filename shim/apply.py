@@ -1,9 +1,13 @@
 """Plan -> API calls, idempotently.
 
-- Creates use the deterministic names the plan carries; AlreadyExists means done.
+- Creates use the deterministic names the plan carries; AlreadyExists means done only when the
+  existing object is controlled by the manifest's controller (the same owner UID). Otherwise the
+  name belongs to someone else: a Warning event goes on the JobSet and the pass fails, so it is
+  retried and never adopts the object (the next observation carries it to the decider).
 - Deletes carry the object's UID as a precondition: NotFound, or a UID mismatch (the name now
   belongs to a newer object), means the object meant is gone, which is done too.
-- Patches (suspend, resume, elastic) are JSON merge patches carrying the UID as a precondition.
+- Patches (suspend, resume, elastic, gang minCount) are JSON merge patches carrying the UID as a
+  precondition.
 - The status goes through the status subresource with the resourceVersion the plan was decided
   on; a 409 means the plan was decided on a stale observation, and the pass is retried.
 - Events are best effort and, as upstream, follow the status write they belong to.
@@ -17,8 +21,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,7 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from decider.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES, status_to_dict
-from shim.kube import Kube, Obj, status_reason
+from shim.kube import Kube, Obj, Resource, status_reason
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +51,15 @@ _DELETES = {
     pb.ACTION_TYPE_DELETE_POD_GROUP,
     pb.ACTION_TYPE_DELETE_JOB_SET,
 }
-_PATCHES = {pb.ACTION_TYPE_SUSPEND_JOB, pb.ACTION_TYPE_RESUME_JOB, pb.ACTION_TYPE_PATCH_JOB}
-# Kinds of the objects delete/patch actions name when the action does not say.
+_PATCHES = {
+    pb.ACTION_TYPE_SUSPEND_JOB,
+    pb.ACTION_TYPE_RESUME_JOB,
+    pb.ACTION_TYPE_PATCH_JOB,
+    pb.ACTION_TYPE_PATCH_WORKLOAD,
+    pb.ACTION_TYPE_PATCH_POD_GROUP,
+}
+# Kinds of the objects delete/patch actions name when the action does not say. The gang kinds'
+# versions are the shim's (--scheduling-api-version / --gang-target); these are fallbacks.
 _DEFAULT_KIND = {
     pb.ACTION_TYPE_DELETE_JOB: ("batch/v1", "Job"),
     pb.ACTION_TYPE_SUSPEND_JOB: ("batch/v1", "Job"),
@@ -55,8 +67,18 @@ _DEFAULT_KIND = {
     pb.ACTION_TYPE_PATCH_JOB: ("batch/v1", "Job"),
     pb.ACTION_TYPE_DELETE_WORKLOAD: ("scheduling.k8s.io/v1alpha2", "Workload"),
     pb.ACTION_TYPE_DELETE_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
+    pb.ACTION_TYPE_PATCH_WORKLOAD: ("scheduling.k8s.io/v1alpha2", "Workload"),
+    pb.ACTION_TYPE_PATCH_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
     pb.ACTION_TYPE_DELETE_JOB_SET: (JOBSET_API_VERSION, "JobSet"),
 }
+GANG_KINDS = ("Workload", "PodGroup")
+# The decider's reason for refusing a same-named gang object; a create that meets one uses it
+# too, so an operator finds both under one reason.
+GANG_CONFLICT_REASON = "GangObjectConflict"
+CONFLICT_REASON = "ObjectConflict"
+# A conflicting create fails every retry of the pass until the object goes; one event per
+# object per this many seconds says it without flooding the JobSet's events.
+CONFLICT_EVENT_INTERVAL = 60.0
 
 
 class StaleObservation(Exception):
@@ -65,6 +87,10 @@ class StaleObservation(Exception):
 
 class NotLeader(Exception):
     """This replica is not (or no longer) the leader: it must not write."""
+
+
+class CreateConflict(Exception):
+    """A create met a same-named object that another owner controls: it is not ours to adopt."""
 
 
 @dataclass
@@ -85,6 +111,7 @@ class Applier:
         identity: str,
         is_leader: Callable[[], bool] = lambda: True,
         max_parallel: int = 16,
+        gang_kinds: Mapping[str, str] | None = None,
     ) -> None:
         self.kube = kube
         self.controller_name = controller_name
@@ -93,6 +120,24 @@ class Applier:
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply")
         self.jobsets = kube.resource(JOBSET_API_VERSION, "JobSet")
         self.events = kube.resource("v1", "Event")
+        # kind -> apiVersion of the gang objects, for actions that do not name their version.
+        self.default_kinds = dict(_DEFAULT_KIND)
+        for action_types, kind in (
+            (
+                (pb.ACTION_TYPE_DELETE_WORKLOAD, pb.ACTION_TYPE_PATCH_WORKLOAD),
+                "Workload",
+            ),
+            (
+                (pb.ACTION_TYPE_DELETE_POD_GROUP, pb.ACTION_TYPE_PATCH_POD_GROUP),
+                "PodGroup",
+            ),
+        ):
+            api_version = (gang_kinds or {}).get(kind)
+            if api_version:
+                for t in action_types:
+                    self.default_kinds[t] = (api_version, kind)
+        self._conflicts_reported: dict[tuple[str, str, str, str], float] = {}
+        self._conflicts_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -139,12 +184,13 @@ class Applier:
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409 and status_reason(exc) == "AlreadyExists":
+                    self._already_exists(jobset, res, ns, obj)
                     log.debug("%s %s/%s already exists", kind, ns, action.name)
                     r.count(r.skipped, action)
                     return
                 raise
         elif action.type in _DELETES:
-            api_version, obj_kind = _DEFAULT_KIND[action.type]
+            api_version, obj_kind = self.default_kinds[action.type]
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             try:
                 self.kube.delete(
@@ -165,9 +211,9 @@ class Applier:
                     return
                 raise
         elif action.type in _PATCHES or (action.patch_json and action.kind):
-            # Any patch action naming its kind (e.g. a gang minCount patch of a Workload) is
-            # applied the same way, so new patch actions need no shim change.
-            api_version, obj_kind = _DEFAULT_KIND.get(action.type, ("batch/v1", "Job"))
+            # PatchWorkload/PatchPodGroup (a gang minCount changed in place), and any future
+            # patch action naming its kind, are applied like the Job patches.
+            api_version, obj_kind = self.default_kinds.get(action.type, ("batch/v1", "Job"))
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             precondition: Obj = {"metadata": {"uid": action.uid}} if action.uid else {}
             try:
@@ -220,7 +266,78 @@ class Applier:
             log.warning("unknown action type %s for %s: ignored", action.type, action.name)
             r.count(r.skipped, action)
 
+    def _already_exists(self, jobset: Obj, res: Resource, namespace: str, manifest: Obj) -> None:
+        """A create met AlreadyExists: done if the object is ours, else CreateConflict.
+
+        "Ours" is controlled by the owner UID of the manifest's controller reference: the
+        object a previous pass created. A manifest without a controller reference has no owner
+        to compare, and a create of it stays done on AlreadyExists.
+        """
+        want = _controller_uid(manifest)
+        if not want:
+            return
+        name = manifest["metadata"]["name"]
+        try:
+            existing = self.kube.get(res, namespace, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                # Deleted since the create: neither ours nor anyone's; the retry creates it.
+                raise CreateConflict(
+                    f"{res.kind} {namespace}/{name} was deleted while being created"
+                ) from exc
+            raise
+        have = _controller_uid(existing)
+        if have == want:
+            return
+        holder = _controller_ref(existing)
+        by = (
+            f"controlled by {holder.get('kind', '?')} {holder.get('name', '?')} "
+            f"(uid {holder.get('uid', '')})"
+            if holder
+            else "not controlled by anyone"
+        )
+        js = jobset["metadata"]["name"]
+        message = (
+            f"{res.kind} {name} already exists and is {by}, not by JobSet {js}; refusing to "
+            "adopt it"
+        )
+        reason = GANG_CONFLICT_REASON if res.kind in GANG_KINDS else CONFLICT_REASON
+        self._report_conflict(jobset, res.kind, name, have, reason, message)
+        raise CreateConflict(message)
+
+    def _report_conflict(
+        self, jobset: Obj, kind: str, name: str, holder: str, reason: str, message: str
+    ) -> None:
+        key = (jobset["metadata"].get("uid", ""), kind, name, holder)
+        now = time.monotonic()
+        with self._conflicts_lock:
+            last = self._conflicts_reported.get(key)
+            if last is not None and now - last < CONFLICT_EVENT_INTERVAL:
+                return
+            self._conflicts_reported[key] = now
+            # Bounded: entries older than the interval would be re-reported anyway.
+            if len(self._conflicts_reported) > 4096:
+                self._conflicts_reported = {
+                    k: t
+                    for k, t in self._conflicts_reported.items()
+                    if now - t < CONFLICT_EVENT_INTERVAL
+                }
+        meta = jobset["metadata"]
+        log.warning("%s/%s: %s", meta["namespace"], meta["name"], message)
+        try:
+            self._guard()
+            self.kube.create(
+                self.events, meta["namespace"], self._event_body(jobset, "Warning", reason, message)
+            )
+        except ApiException as exc:
+            log.warning("event %s on %s not recorded: %s", reason, meta["name"], exc)
+
     def _event(self, jobset: Obj, action: pb.Action) -> Obj:
+        return self._event_body(
+            jobset, action.event.type or "Normal", action.event.reason, action.event.message
+        )
+
+    def _event_body(self, jobset: Obj, event_type: str, reason: str, message: str) -> Obj:
         meta = jobset["metadata"]
         now = datetime.now(UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -240,9 +357,9 @@ class Applier:
                 "uid": meta.get("uid", ""),
                 "resourceVersion": meta.get("resourceVersion", ""),
             },
-            "type": action.event.type or "Normal",
-            "reason": action.event.reason,
-            "message": action.event.message,
+            "type": event_type,
+            "reason": reason,
+            "message": message,
             "action": "Reconciling",
             "source": {"component": self.controller_name},
             "reportingComponent": self.controller_name,
@@ -251,3 +368,15 @@ class Applier:
             "lastTimestamp": stamp,
             "count": 1,
         }
+
+
+def _controller_ref(obj: Obj) -> dict[str, str] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def _controller_uid(obj: Obj) -> str:
+    ref = _controller_ref(obj)
+    return str(ref.get("uid") or "") if ref else ""
