@@ -10,13 +10,44 @@ from dataclasses import dataclass, field
 
 DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-DEFAULT_OWNED_KINDS: tuple[tuple[str, str], ...] = (
+DEFAULT_SCHEDULING_API_VERSION = "scheduling.k8s.io/v1alpha2"
+DEFAULT_GANG_TARGET = "kubernetes"
+# Out-of-tree gang schedulers: the one PodGroup kind each consumes, whatever the generation.
+# The decider has a registry of targets, but the shim must know what to watch for each one,
+# so a target the shim does not know is refused at start rather than never observed.
+_TARGET_PODGROUPS: dict[str, str] = {
+    "scheduler-plugins": "scheduling.x-k8s.io/v1alpha1",
+    "volcano": "scheduling.volcano.sh/v1beta1",
+}
+GANG_TARGETS: tuple[str, ...] = (DEFAULT_GANG_TARGET, *_TARGET_PODGROUPS)
+_CHILD_KINDS: tuple[tuple[str, str], ...] = (
     ("batch/v1", "Job"),
     ("v1", "Service"),
     ("v1", "PersistentVolumeClaim"),
-    ("scheduling.k8s.io/v1alpha2", "Workload"),
-    ("scheduling.k8s.io/v1alpha2", "PodGroup"),
 )
+
+
+def gang_kinds(
+    scheduling_api_version: str = DEFAULT_SCHEDULING_API_VERSION,
+    target: str = DEFAULT_GANG_TARGET,
+) -> tuple[tuple[str, str], ...]:
+    """The (apiVersion, kind) of the gang objects Decide plans for this version and target.
+
+    They must be the kinds the shim watches: an object the shim creates but never observes
+    would be planned again on every pass.
+    """
+    if target in _TARGET_PODGROUPS:
+        return ((_TARGET_PODGROUPS[target], "PodGroup"),)
+    if target != DEFAULT_GANG_TARGET:
+        raise ValueError(f"gang target {target!r}: expected one of {', '.join(GANG_TARGETS)}")
+    if scheduling_api_version == "scheduling.k8s.io/v1alpha1":
+        # 1.35: the pod groups are embedded in the Workload; there is no PodGroup kind.
+        return ((scheduling_api_version, "Workload"),)
+    return ((scheduling_api_version, "Workload"), (scheduling_api_version, "PodGroup"))
+
+
+DEFAULT_GANG_KINDS = gang_kinds()
+DEFAULT_OWNED_KINDS: tuple[tuple[str, str], ...] = (*_CHILD_KINDS, *DEFAULT_GANG_KINDS)
 
 
 @dataclass
@@ -33,7 +64,12 @@ class Config:
     controller_name: str = DEFAULT_CONTROLLER_NAME
     namespaces: list[str] | None = None
     feature_gates: dict[str, bool] = field(default_factory=dict)
-    owned_kinds: tuple[tuple[str, str], ...] = DEFAULT_OWNED_KINDS
+    # Passed to Decide as Options.gang_api_version / gang_target: the decider's own default
+    # (the newest generation) may differ from what this cluster serves and the shim watches.
+    scheduling_api_version: str = DEFAULT_SCHEDULING_API_VERSION
+    gang_target: str = DEFAULT_GANG_TARGET
+    # Empty: the child kinds plus gang_kinds(scheduling_api_version, gang_target).
+    owned_kinds: tuple[tuple[str, str], ...] = ()
     workers: int = 4
     max_parallel_writes: int = 16
     leader_elect: bool = True
@@ -54,6 +90,12 @@ class Config:
     def __post_init__(self) -> None:
         if not self.identity:
             self.identity = f"{socket.gethostname()}_{os.getpid()}"
+        if not self.owned_kinds:
+            self.owned_kinds = (*_CHILD_KINDS, *self.gang_kinds)
+
+    @property
+    def gang_kinds(self) -> tuple[tuple[str, str], ...]:
+        return gang_kinds(self.scheduling_api_version, self.gang_target)
 
 
 def _env_bool(value: str | None, default: bool) -> bool:
@@ -140,8 +182,17 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--scheduling-api-version",
-        default=e("SHIM_SCHEDULING_API_VERSION", "scheduling.k8s.io/v1alpha2"),
-        help="apiVersion of the Workload/PodGroup kinds to watch",
+        default=e("SHIM_SCHEDULING_API_VERSION", DEFAULT_SCHEDULING_API_VERSION),
+        help="gang scheduling API generation: the Workload/PodGroup version watched, and the "
+        "rules Decide plans gang JobSets with (env SHIM_SCHEDULING_API_VERSION)",
+    )
+    p.add_argument(
+        "--gang-target",
+        default=e("SHIM_GANG_TARGET", DEFAULT_GANG_TARGET),
+        choices=GANG_TARGETS,
+        help="who consumes the gang objects: kubernetes (Workload/PodGroup of "
+        "--scheduling-api-version), scheduler-plugins (PodGroup scheduling.x-k8s.io/v1alpha1) "
+        "or volcano (PodGroup scheduling.volcano.sh/v1beta1) (env SHIM_GANG_TARGET)",
     )
     p.add_argument("--workers", type=int, default=int(e("SHIM_WORKERS", "4")))
     p.add_argument(
@@ -182,12 +233,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
-    args = build_parser(env).parse_args(argv)
-    scheduling = args.scheduling_api_version
-    owned = tuple(
-        (scheduling, kind) if api.startswith("scheduling.k8s.io/") else (api, kind)
-        for api, kind in DEFAULT_OWNED_KINDS
-    )
+    parser = build_parser(env)
+    args = parser.parse_args(argv)
+    if args.gang_target not in GANG_TARGETS:
+        # argparse checks choices on the command line only, not on an environment default.
+        parser.error(
+            f"--gang-target: invalid choice {args.gang_target!r} "
+            f"(choose from {', '.join(GANG_TARGETS)})"
+        )
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
     return Config(
         kubeconfig=args.kubeconfig,
@@ -202,7 +255,8 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         controller_name=args.controller_name,
         namespaces=namespaces,
         feature_gates=parse_feature_gates(args.feature_gates),
-        owned_kinds=owned,
+        scheduling_api_version=args.scheduling_api_version,
+        gang_target=args.gang_target,
         workers=args.workers,
         max_parallel_writes=args.max_parallel_writes,
         leader_elect=args.leader_elect,

@@ -31,6 +31,20 @@ log = logging.getLogger(__name__)
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 Key = tuple[str, str]
+# Every Workload/PodGroup name the decider gives a JobSet's gang objects (docs/gang.md, "Names")
+# is `<js>` (1.35 draft naming), `<js>-...`, or, past 63 characters, `<js[:52]>-<10-character
+# hash>` (63 - 1 - 10). Objects with such a name are sent to Decide whoever controls them, so
+# that a same-named foreign object is refused rather than adopted.
+GANG_NAME_PREFIX = 52
+
+
+def may_be_gang_name(jobset_name: str, name: str) -> bool:
+    """True for every name the decider may give one of this JobSet's gang objects."""
+    return (
+        name == jobset_name
+        or name.startswith(jobset_name + "-")
+        or name.startswith(jobset_name[:GANG_NAME_PREFIX] + "-")
+    )
 
 
 @dataclass
@@ -72,12 +86,14 @@ class Shim:
                 on_started_leading=self._leading.set,
                 on_stopped_leading=self._on_lost,
             )
+        gang_kinds = set(config.gang_kinds)
         self.applier = Applier(
             kube,
             config.controller_name,
             config.identity,
             self.is_leader,
             config.max_parallel_writes,
+            gang_kinds={kind: api_version for api_version, kind in config.gang_kinds},
         )
         # Owned objects, indexed by the UID of their controlling JobSet.
         self._owned: dict[str, dict[tuple[str, str, str], Obj]] = {}
@@ -90,19 +106,24 @@ class Shim:
             watch_timeout=config.watch_timeout,
         )
         self.informers: list[Informer] = [self.jobsets]
+        # Workloads/PodGroups are cached whoever controls them: observe() also sends the ones
+        # named like a JobSet's gang objects, so a foreign one reaches the decider.
+        self.gang_informers: list[Informer] = []
         for api_version, kind in config.owned_kinds:
             if not kube.served(api_version, kind):
                 log.warning("%s %s is not served by this cluster: not watched", api_version, kind)
                 continue
-            self.informers.append(
-                Informer(
-                    kube,
-                    kube.resource(api_version, kind),
-                    config.namespaces,
-                    self._on_owned,
-                    watch_timeout=config.watch_timeout,
-                )
+            gang = (api_version, kind) in gang_kinds
+            informer = Informer(
+                kube,
+                kube.resource(api_version, kind),
+                config.namespaces,
+                self._on_gang if gang else self._on_owned,
+                watch_timeout=config.watch_timeout,
             )
+            self.informers.append(informer)
+            if gang:
+                self.gang_informers.append(informer)
         self.pods: Informer | None = None
         if config.feature_gates.get("InPlaceRestart"):
             # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
@@ -157,6 +178,24 @@ class Shim:
         if ref is not None and ref.get("kind") == "JobSet":
             self.queue.add((meta.get("namespace", ""), ref["name"]))
 
+    def _on_gang(self, etype: str, obj: Obj, old: Obj | None) -> None:
+        self._on_owned(etype, obj, old)
+        ref = controller_ref(obj) or (controller_ref(old) if old else None)
+        if ref is not None and ref.get("kind") == "JobSet":
+            return
+        # Not a JobSet's: it may hold a name a JobSet's gang object needs. Its owner is not
+        # ours to wake, but such a JobSet is: when the object goes, the refused pass can run.
+        meta = obj["metadata"]
+        ns, name = meta.get("namespace", ""), meta["name"]
+        for js in self.jobsets.select(
+            lambda j: (
+                j["metadata"].get("namespace") == ns
+                and may_be_gang_name(j["metadata"]["name"], name)
+                and self.ours(j)
+            )
+        ):
+            self.queue.add((ns, js["metadata"]["name"]))
+
     def _on_pod(self, etype: str, obj: Obj, old: Obj | None) -> None:
         meta = obj["metadata"]
         name = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
@@ -164,11 +203,23 @@ class Shim:
             self.queue.add((meta.get("namespace", ""), name))
 
     def owned(self, jobset: Obj) -> list[Obj]:
+        """What the JobSet controls, plus gang objects named like its own whoever controls them."""
         uid = jobset["metadata"].get("uid", "")
+        ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
         with self._owned_lock:
             out = list(self._owned.get(uid, {}).values())
+        for informer in self.gang_informers:
+            out.extend(
+                informer.select(
+                    lambda o: (
+                        o["metadata"].get("namespace") == ns
+                        and may_be_gang_name(name, o["metadata"]["name"])
+                        # Controlled ones are in the index already.
+                        and (controller_ref(o) or {}).get("uid") != uid
+                    )
+                )
+            )
         if self.pods is not None:
-            ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
             out.extend(
                 p
                 for p in self.pods.items()
@@ -193,6 +244,8 @@ class Shim:
             self.clock(),
             self.config.controller_name,
             self.config.feature_gates,
+            gang_api_version=self.config.scheduling_api_version,
+            gang_target=self.config.gang_target,
         )
         started = time.perf_counter()
         plan: pb.DecideResponse = self.decider.decide(request, timeout=self.config.decider_timeout)

@@ -62,6 +62,11 @@ class Informer:
         with self._lock:
             return list(self._store.values())
 
+    def select(self, pred: Callable[[Obj], bool]) -> list[Obj]:
+        """The cached objects `pred` accepts, without copying the whole cache first."""
+        with self._lock:
+            return [o for o in self._store.values() if pred(o)]
+
     # ---- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
