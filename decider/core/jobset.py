@@ -170,6 +170,57 @@ def _compile(pattern: str) -> re.Pattern[str] | None:
     return compile_go_regex(pattern)
 
 
+def _object(value: Any, path: str) -> dict[str, Any]:
+    """A list item the pass reads as an object: unlike an absent field, null is no object."""
+    if not isinstance(value, dict):
+        raise InvalidInput.at(path, "must be an object")
+    return value
+
+
+def _validate_meta(meta: Any, path: str) -> dict[str, Any]:
+    meta = _map(meta, path)
+    _str_map(meta.get("labels"), f"{path}.labels")
+    _str_map(meta.get("annotations"), f"{path}.annotations")
+    return meta
+
+
+def _validate_template(template: dict[str, Any], path: str) -> None:
+    """The parts of the opaque Job template the pass reads (child Job labels, pod labels and
+    annotations, scheduling directives merged on resume, volume mounts for PVCs): a JobSet that
+    skipped the API server's schema crashed the pass with junk there, so check their shape."""
+    _validate_meta(template.get("metadata"), f"{path}.metadata")
+    tspec = _map(template.get("spec"), f"{path}.spec")
+    pod = _map(tspec.get("template"), f"{path}.spec.template")
+    _validate_meta(pod.get("metadata"), f"{path}.spec.template.metadata")
+    ppath = f"{path}.spec.template.spec"
+    pod_spec = _map(pod.get("spec"), ppath)
+    _str_map(pod_spec.get("nodeSelector"), f"{ppath}.nodeSelector")
+    _list(pod_spec.get("tolerations"), f"{ppath}.tolerations")
+    _list(pod_spec.get("schedulingGates"), f"{ppath}.schedulingGates")
+    _list(pod_spec.get("volumes"), f"{ppath}.volumes")
+    for key in ("containers", "initContainers"):
+        for i, container in enumerate(_list(pod_spec.get(key), f"{ppath}.{key}")):
+            container = _object(container, f"{ppath}.{key}[{i}]")
+            for j, mount in enumerate(_list(container.get("volumeMounts"),
+                                            f"{ppath}.{key}[{i}].volumeMounts")):
+                _object(mount, f"{ppath}.{key}[{i}].volumeMounts[{j}]")
+
+
+def _volume_claim_policy(value: Any, path: str) -> dict[str, Any]:
+    """The PVC templates the pass copies into PersistentVolumeClaims, checked as above."""
+    policy = _map(value, path)
+    for i, template in enumerate(_list(policy.get("templates"), f"{path}.templates")):
+        tpath = f"{path}.templates[{i}]"
+        template = _object(template, tpath)
+        meta = _validate_meta(template.get("metadata"), f"{tpath}.metadata")
+        _str(meta.get("name"), f"{tpath}.metadata.name")
+        _map(template.get("spec"), f"{tpath}.spec")
+    retention = _map(policy.get("retentionPolicy"), f"{path}.retentionPolicy")
+    _enum(retention.get("whenDeleted"), f"{path}.retentionPolicy.whenDeleted",
+          c.RETENTION_POLICIES, c.RETENTION_DELETE)
+    return policy
+
+
 def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
     item = _map(item, path)
     name = _str(item.get("name"), f"{path}.name")
@@ -180,7 +231,7 @@ def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
         raise InvalidInput.at(f"{path}.template", "Required value")
     template = _map(template, f"{path}.template")
     tspec = _map(template.get("spec"), f"{path}.template.spec")
-    _map(tspec.get("template"), f"{path}.template.spec.template")
+    _validate_template(template, f"{path}.template")
     deps = []
     for j, d in enumerate(_list(item.get("dependsOn"), f"{path}.dependsOn")):
         dpath = f"{path}.dependsOn[{j}]"
@@ -283,7 +334,7 @@ def parse_jobset(obj: Any) -> JobSet:
     managed_by = spec.get("managedBy")
     if managed_by is not None:
         managed_by = _str(managed_by, "spec.managedBy")
-    vcps = [_map(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
+    vcps = [_volume_claim_policy(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
             enumerate(_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
     _validate_status(status)
 
