@@ -391,6 +391,7 @@ def _validate_status(status: dict[str, Any]) -> None:
         cond = _map(cond, cpath)
         for key in ("type", "status", "reason", "message", "lastTransitionTime"):
             _str(cond.get(key), f"{cpath}.{key}")
+    seen: set[str] = set()
     for i, rjs in enumerate(_list(status.get("replicatedJobsStatus"),
                                   "status.replicatedJobsStatus")):
         rpath = f"status.replicatedJobsStatus[{i}]"
@@ -398,8 +399,14 @@ def _validate_status(status: dict[str, Any]) -> None:
             raise InvalidInput.at(rpath, "must be an object")
         rjs = _map(rjs, rpath)
         # Required by the CRD; the pass sorts and matches entries by it.
-        if not _str(rjs.get("name"), f"{rpath}.name"):
+        name = _str(rjs.get("name"), f"{rpath}.name")
+        if not name:
             raise InvalidInput.at(f"{rpath}.name", "Required value")
+        # A list map keyed by name in the CRD: with two entries of one name, the pass would
+        # read one entry's jobRestarts and drop the other's (a restart counter going back).
+        if name in seen:
+            raise InvalidInput.at(f"{rpath}.name", f'duplicate value "{name}"')
+        seen.add(name)
         for key in ("ready", "succeeded", "failed", "active", "suspended"):
             _int(rjs.get(key), f"{rpath}.{key}", minimum=0)
         for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
