@@ -3,7 +3,8 @@
 - Creates use the deterministic names the plan carries; AlreadyExists means done only when the
   existing object is controlled by the manifest's controller (the same owner UID). Otherwise the
   name belongs to someone else: a Warning event goes on the JobSet and the pass fails, so it is
-  retried and never adopts the object (the next observation carries it to the decider).
+  retried and never adopts the object (the next observation carries it to the decider). Services
+  and PVCs are the exception: upstream uses whichever object holds the name, and so do we.
 - Deletes carry the object's UID as a precondition: NotFound, or a UID mismatch (the name now
   belongs to a newer object), means the object meant is gone, which is done too.
 - Patches (suspend, resume, elastic, gang minCount) are JSON merge patches carrying the UID as a
@@ -74,6 +75,11 @@ _DEFAULT_KIND = {
 GANG_KINDS = ("Workload", "PodGroup")
 # The decider's reason for refusing a same-named gang object; a create that meets one uses it
 # too, so an operator finds both under one reason.
+# Upstream's controller uses an existing headless Service or PVC of the right name whoever owns
+# it (it looks the Service up by name; a retained PVC is meant to outlive its JobSet), so for these
+# kinds a name that is taken is done, as there.
+_ADOPTS_BY_NAME = frozenset({"Service", "PersistentVolumeClaim"})
+
 GANG_CONFLICT_REASON = "GangObjectConflict"
 CONFLICT_REASON = "ObjectConflict"
 # A conflicting create fails every retry of the pass until the object goes; one event per
@@ -274,7 +280,7 @@ class Applier:
         to compare, and a create of it stays done on AlreadyExists.
         """
         want = _controller_uid(manifest)
-        if not want:
+        if not want or res.kind in _ADOPTS_BY_NAME:
             return
         name = manifest["metadata"]["name"]
         try:

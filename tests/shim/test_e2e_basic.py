@@ -51,3 +51,17 @@ def test_restart_recreates_jobs_with_next_attempt(cluster, shims):
 
     wait_for(recreated, timeout=15, what="jobs recreated with attempt 1")
     print(cluster.events("rs"))
+
+
+def test_a_service_someone_else_created_is_used_as_upstream_does(cluster, shims):
+    """Upstream looks the headless Service up by name and uses whatever holds it."""
+    cluster.store.create(cluster.services_rt, NS, {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "pre", "namespace": NS},
+        "spec": {"clusterIP": "None", "selector": {"app": "other"}}})
+    shims.start()
+    cluster.create_jobset(jobset("pre", rjob("workers", 1)))
+    wait_for(lambda: cluster.job_names("pre-") == ["pre-workers-0"], what="jobs created")
+    assert all(reason != "ObjectConflict" for _, reason in cluster.events("pre"))
+    svc = cluster.store.try_get(cluster.services_rt, NS, "pre")
+    assert svc["spec"]["selector"] == {"app": "other"}  # not touched
