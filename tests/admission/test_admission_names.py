@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decider.core.admission import k8s_names
-from decider.core.admission.go_regex import compile_go_regex, pattern_error
+from decider.core.go_regex import compile_go_regex, pattern_error
 
 DNS1123_LABEL_REGEX = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
