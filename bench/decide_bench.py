@@ -39,10 +39,10 @@ NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
 def scenario(n_jobs: int, kind: str) -> tuple[dict, list]:
-    """A JobSet of 4 replicated Jobs totalling n_jobs child Jobs."""
-    per = n_jobs // 4
+    """A JobSet of 4 replicated Jobs totalling exactly n_jobs child Jobs."""
     names = ["driver", "ps", "workers", "evaluators"]
-    js = jobset(*[rjob(n, per, parallelism=4, completions=4) for n in names],
+    replicas = {n: n_jobs // 4 + (1 if i < n_jobs % 4 else 0) for i, n in enumerate(names)}
+    js = jobset(*[rjob(n, replicas[n], parallelism=4, completions=4) for n in names],
                 failurePolicy={"maxRestarts": 10})
     if kind == "recreate":
         return js, []
@@ -50,7 +50,7 @@ def scenario(n_jobs: int, kind: str) -> tuple[dict, list]:
     if kind == "restart":
         js["status"] = {"restarts": 1, "restartsCountTowardsMax": 1}
     jobs = [job(n, i, attempt=attempt, ready=4, active=4, parallelism=4, completions=4)
-            for n in names for i in range(per)]
+            for n in names for i in range(replicas[n])]
     if kind == "steady":
         # Write the status the first pass computes, so the steady pass finds nothing to change.
         js["status"] = decide(Observed(jobset=js, now=NOW, jobs=jobs,

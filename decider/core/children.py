@@ -8,6 +8,7 @@ successful or failed by their first finishing condition.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,19 @@ class ChildJobs:
 _ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
+@functools.lru_cache(maxsize=4096)
+def _atoi(value: str) -> int | None:
+    # Cached: ten thousand Jobs carry a handful of distinct label values ("0", "1", ...).
+    if _ATOI.fullmatch(value) and -(2**63) <= int(value) < 2**63:
+        return int(value)
+    return None
+
+
 def _label_int(job: ObservedJob, index: int, key: str) -> int:
     value = job.labels.get(key)
-    if value is not None and _ATOI.fullmatch(value) and -(2**63) <= int(value) < 2**63:
-        return int(value)
+    parsed = _atoi(value) if isinstance(value, str) else None
+    if parsed is not None:
+        return parsed
     raise InvalidInput.at(f"jobs[{index}].labels[{key}]",
                           f"job {job.name}: must be an integer, got {value!r}")
 
