@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +13,16 @@ from decider.core.model import Action, Event, Observed, Options
 def format_time(t: datetime) -> str:
     """RFC 3339 at second precision in UTC, as metav1.Time serializes."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def copy_json(value: Any) -> Any:
+    """Deep copy of JSON data (dicts, lists, scalars): several times faster than deepcopy, which
+    keeps a memo for cycles JSON cannot have; it was the largest fixed cost of a small pass."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
 
 
 def parse_time(value: str) -> datetime | None:
@@ -41,7 +50,7 @@ class PassState:
 
     @classmethod
     def start(cls, js: JobSet, observed: Observed) -> PassState:
-        status = copy.deepcopy(js.status)
+        status = copy_json(js.status)
         status.setdefault("restarts", 0)
         return cls(js=js, observed=observed, status=status, now_str=format_time(observed.now))
 
