@@ -169,12 +169,17 @@ async def grpc_rows(target: str, sizes: list[int], seconds: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller budgets, for a smoke run")
+    parser.add_argument("--only", choices=("in-process", "grpc"),
+                        help="print one table only")
     args = parser.parse_args()
     budget = 0.5 if args.quick else 3.0
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, "
           f"protobuf backend {_backend()}\n")
-    in_process([10, 100, 1_000, 10_000], budget)
-    print()
+    if args.only != "grpc":
+        in_process([10, 100, 1_000, 10_000], budget)
+        print()
+    if args.only == "in-process":
+        return
     proc, target = start_server()
     try:
         asyncio.run(grpc_rows(target, [10, 100, 1_000], 1.0 if args.quick else 4.0))
