@@ -12,66 +12,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from decider.core import access as acc
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
 from decider.core.go_regex import compile_go_regex
 
 
-def _map(value: Any, path: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidInput.at(path, "must be an object")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InvalidInput.at(path, "must be a list")
-    return value
-
-
-def _str(value: Any, path: str, default: str = "") -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InvalidInput.at(path, "must be a string")
-    return value
-
-
-def _int(value: Any, path: str, default: int | None = None, minimum: int | None = None) -> Any:
-    if value is None:
-        return default
-    # bool is an int in Python but never in JSON schema.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput.at(path, "must be an integer")
-    if minimum is not None and value < minimum:
-        raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
-    if value > c.MAX_INT32:
-        raise InvalidInput.at(path, f"must be less than or equal to {c.MAX_INT32}")
-    return value
-
-
-def _bool(value: Any, path: str) -> bool | None:
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise InvalidInput.at(path, "must be a boolean")
-    return value
-
-
-def _str_map(value: Any, path: str) -> dict[str, str]:
-    out = _map(value, path)
-    for k, v in out.items():
-        if not isinstance(v, str):
-            raise InvalidInput.at(f"{path}[{k}]", "must be a string")
-    return out
-
-
 def _enum(value: Any, path: str, allowed: tuple[str, ...], default: str) -> str:
-    s = _str(value, path, default)
+    s = acc.as_str(value, path, default)
     if s not in allowed:
         raise InvalidInput.at(path, f'unsupported value "{s}": supported values: '
                               + ", ".join(f'"{a}"' for a in allowed))
@@ -178,9 +126,9 @@ def _object(value: Any, path: str) -> dict[str, Any]:
 
 
 def _validate_meta(meta: Any, path: str) -> dict[str, Any]:
-    meta = _map(meta, path)
-    _str_map(meta.get("labels"), f"{path}.labels")
-    _str_map(meta.get("annotations"), f"{path}.annotations")
+    meta = acc.as_map(meta, path)
+    acc.as_str_map(meta.get("labels"), f"{path}.labels")
+    acc.as_str_map(meta.get("annotations"), f"{path}.annotations")
     return meta
 
 
@@ -189,69 +137,69 @@ def _validate_template(template: dict[str, Any], path: str) -> None:
     annotations, scheduling directives merged on resume, volume mounts for PVCs): a JobSet that
     skipped the API server's schema crashed the pass with junk there, so check their shape."""
     _validate_meta(template.get("metadata"), f"{path}.metadata")
-    tspec = _map(template.get("spec"), f"{path}.spec")
-    pod = _map(tspec.get("template"), f"{path}.spec.template")
+    tspec = acc.as_map(template.get("spec"), f"{path}.spec")
+    pod = acc.as_map(tspec.get("template"), f"{path}.spec.template")
     _validate_meta(pod.get("metadata"), f"{path}.spec.template.metadata")
     ppath = f"{path}.spec.template.spec"
-    pod_spec = _map(pod.get("spec"), ppath)
-    _str_map(pod_spec.get("nodeSelector"), f"{ppath}.nodeSelector")
-    _list(pod_spec.get("tolerations"), f"{ppath}.tolerations")
-    _list(pod_spec.get("schedulingGates"), f"{ppath}.schedulingGates")
-    _list(pod_spec.get("volumes"), f"{ppath}.volumes")
+    pod_spec = acc.as_map(pod.get("spec"), ppath)
+    acc.as_str_map(pod_spec.get("nodeSelector"), f"{ppath}.nodeSelector")
+    acc.as_list(pod_spec.get("tolerations"), f"{ppath}.tolerations")
+    acc.as_list(pod_spec.get("schedulingGates"), f"{ppath}.schedulingGates")
+    acc.as_list(pod_spec.get("volumes"), f"{ppath}.volumes")
     for key in ("containers", "initContainers"):
-        for i, container in enumerate(_list(pod_spec.get(key), f"{ppath}.{key}")):
+        for i, container in enumerate(acc.as_list(pod_spec.get(key), f"{ppath}.{key}")):
             container = _object(container, f"{ppath}.{key}[{i}]")
-            for j, mount in enumerate(_list(container.get("volumeMounts"),
-                                            f"{ppath}.{key}[{i}].volumeMounts")):
+            for j, mount in enumerate(acc.as_list(container.get("volumeMounts"),
+                                                  f"{ppath}.{key}[{i}].volumeMounts")):
                 _object(mount, f"{ppath}.{key}[{i}].volumeMounts[{j}]")
 
 
 def _volume_claim_policy(value: Any, path: str) -> dict[str, Any]:
     """The PVC templates the pass copies into PersistentVolumeClaims, checked as above."""
-    policy = _map(value, path)
-    for i, template in enumerate(_list(policy.get("templates"), f"{path}.templates")):
+    policy = acc.as_map(value, path)
+    for i, template in enumerate(acc.as_list(policy.get("templates"), f"{path}.templates")):
         tpath = f"{path}.templates[{i}]"
         template = _object(template, tpath)
         meta = _validate_meta(template.get("metadata"), f"{tpath}.metadata")
-        _str(meta.get("name"), f"{tpath}.metadata.name")
-        _map(template.get("spec"), f"{tpath}.spec")
-    retention = _map(policy.get("retentionPolicy"), f"{path}.retentionPolicy")
+        acc.as_str(meta.get("name"), f"{tpath}.metadata.name")
+        acc.as_map(template.get("spec"), f"{tpath}.spec")
+    retention = acc.as_map(policy.get("retentionPolicy"), f"{path}.retentionPolicy")
     _enum(retention.get("whenDeleted"), f"{path}.retentionPolicy.whenDeleted",
           c.RETENTION_POLICIES, c.RETENTION_DELETE)
     return policy
 
 
 def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
-    item = _map(item, path)
-    name = _str(item.get("name"), f"{path}.name")
+    item = acc.as_map(item, path)
+    name = acc.as_str(item.get("name"), f"{path}.name")
     if not name:
         raise InvalidInput.at(f"{path}.name", "Required value")
     template = item.get("template")
     if template is None:
         raise InvalidInput.at(f"{path}.template", "Required value")
-    template = _map(template, f"{path}.template")
-    tspec = _map(template.get("spec"), f"{path}.template.spec")
+    template = acc.as_map(template, f"{path}.template")
+    tspec = acc.as_map(template.get("spec"), f"{path}.template.spec")
     _validate_template(template, f"{path}.template")
     deps = []
-    for j, d in enumerate(_list(item.get("dependsOn"), f"{path}.dependsOn")):
+    for j, d in enumerate(acc.as_list(item.get("dependsOn"), f"{path}.dependsOn")):
         dpath = f"{path}.dependsOn[{j}]"
-        d = _map(d, dpath)
+        d = acc.as_map(d, dpath)
         deps.append(DependsOn(
-            name=_str(d.get("name"), f"{dpath}.name"),
+            name=acc.as_str(d.get("name"), f"{dpath}.name"),
             status=_enum(d.get("status"), f"{dpath}.status", c.DEPENDS_ON_STATUSES,
                          c.DEPENDS_ON_READY),
         ))
-    mode = _str(tspec.get("completionMode"), f"{path}.template.spec.completionMode",
+    mode = acc.as_str(tspec.get("completionMode"), f"{path}.template.spec.completionMode",
                 c.INDEXED)
     return ReplicatedJob(
         name=name,
-        group_name=_str(item.get("groupName"), f"{path}.groupName") or "default",
-        replicas=_int(item.get("replicas"), f"{path}.replicas", 1, minimum=0),
+        group_name=acc.as_str(item.get("groupName"), f"{path}.groupName") or "default",
+        replicas=acc.as_int(item.get("replicas"), f"{path}.replicas", 1, minimum=0),
         template=template,
         depends_on=deps,
-        parallelism=_int(tspec.get("parallelism"), f"{path}.template.spec.parallelism",
+        parallelism=acc.as_int(tspec.get("parallelism"), f"{path}.template.spec.parallelism",
                          minimum=0),
-        completions=_int(tspec.get("completions"), f"{path}.template.spec.completions",
+        completions=acc.as_int(tspec.get("completions"), f"{path}.template.spec.completions",
                          minimum=0),
         indexed=mode == c.INDEXED,
     )
@@ -260,30 +208,30 @@ def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
 def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
     if value is None:
         return None
-    fp = _map(value, path)
+    fp = acc.as_map(value, path)
     rules = []
-    for i, r in enumerate(_list(fp.get("rules"), f"{path}.rules")):
+    for i, r in enumerate(acc.as_list(fp.get("rules"), f"{path}.rules")):
         rpath = f"{path}.rules[{i}]"
-        r = _map(r, rpath)
-        patterns = [_str(p, f"{rpath}.onJobFailureMessagePatterns[{j}]") for j, p in
-                    enumerate(_list(r.get("onJobFailureMessagePatterns"),
-                                    f"{rpath}.onJobFailureMessagePatterns"))]
+        r = acc.as_map(r, rpath)
+        patterns = [acc.as_str(p, f"{rpath}.onJobFailureMessagePatterns[{j}]") for j, p in
+                    enumerate(acc.as_list(r.get("onJobFailureMessagePatterns"),
+                                          f"{rpath}.onJobFailureMessagePatterns"))]
         if r.get("action") is None:
             raise InvalidInput.at(f"{rpath}.action", "Required value")
         rules.append(FailureRule(
             # The webhook names unnamed rules; a JobSet that skipped it reads the same.
-            name=_str(r.get("name"), f"{rpath}.name") or f"failurePolicyRule{i}",
+            name=acc.as_str(r.get("name"), f"{rpath}.name") or f"failurePolicyRule{i}",
             action=_enum(r.get("action"), f"{rpath}.action", c.FAILURE_ACTIONS, ""),
-            reasons=[_str(x, f"{rpath}.onJobFailureReasons[{j}]") for j, x in
-                     enumerate(_list(r.get("onJobFailureReasons"),
-                                     f"{rpath}.onJobFailureReasons"))],
+            reasons=[acc.as_str(x, f"{rpath}.onJobFailureReasons[{j}]") for j, x in
+                     enumerate(acc.as_list(r.get("onJobFailureReasons"),
+                                           f"{rpath}.onJobFailureReasons"))],
             patterns=[_compile(p) for p in patterns],
-            targets=[_str(x, f"{rpath}.targetReplicatedJobs[{j}]") for j, x in
-                     enumerate(_list(r.get("targetReplicatedJobs"),
-                                     f"{rpath}.targetReplicatedJobs"))],
+            targets=[acc.as_str(x, f"{rpath}.targetReplicatedJobs[{j}]") for j, x in
+                     enumerate(acc.as_list(r.get("targetReplicatedJobs"),
+                                           f"{rpath}.targetReplicatedJobs"))],
         ))
     return FailurePolicy(
-        max_restarts=_int(fp.get("maxRestarts"), f"{path}.maxRestarts", 0, minimum=0),
+        max_restarts=acc.as_int(fp.get("maxRestarts"), f"{path}.maxRestarts", 0, minimum=0),
         restart_strategy=_enum(fp.get("restartStrategy"), f"{path}.restartStrategy",
                                c.RESTART_STRATEGIES, c.RECREATE),
         rules=rules,
@@ -300,71 +248,71 @@ def parse_jobset(obj: Any) -> JobSet:
     api_version = obj.get("apiVersion")
     if api_version != c.API_VERSION:
         raise InvalidInput.at("apiVersion", f'must be "{c.API_VERSION}", got {api_version!r}')
-    meta = _map(obj.get("metadata"), "metadata")
-    name = _str(meta.get("name"), "metadata.name")
+    meta = acc.as_map(obj.get("metadata"), "metadata")
+    name = acc.as_str(meta.get("name"), "metadata.name")
     if not name:
         raise InvalidInput.at("metadata.name", "Required value")
-    spec = _map(obj.get("spec"), "spec")
-    status = _map(obj.get("status"), "status")
-    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+    spec = acc.as_map(obj.get("spec"), "spec")
+    status = acc.as_map(obj.get("status"), "status")
+    annotations = acc.as_str_map(meta.get("annotations"), "metadata.annotations")
 
-    rjobs = [_parse_rjob(item, f"spec.replicatedJobs[{i}]")
-             for i, item in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs"))]
+    rjobs = [_parse_rjob(item, f"spec.replicatedJobs[{i}]") for i, item in
+             enumerate(acc.as_list(spec.get("replicatedJobs"), "spec.replicatedJobs"))]
     seen: set[str] = set()
     for i, rj in enumerate(rjobs):
         if rj.name in seen:
             raise InvalidInput.at(f"spec.replicatedJobs[{i}].name", f'duplicate value "{rj.name}"')
         seen.add(rj.name)
 
-    network = _map(spec.get("network"), "spec.network")
-    dns = _bool(network.get("enableDNSHostnames"), "spec.network.enableDNSHostnames")
-    publish = _bool(network.get("publishNotReadyAddresses"),
+    network = acc.as_map(spec.get("network"), "spec.network")
+    dns = acc.as_bool(network.get("enableDNSHostnames"), "spec.network.enableDNSHostnames")
+    publish = acc.as_bool(network.get("publishNotReadyAddresses"),
                     "spec.network.publishNotReadyAddresses")
-    success = _map(spec.get("successPolicy"), "spec.successPolicy")
-    startup = _map(spec.get("startupPolicy"), "spec.startupPolicy")
+    success = acc.as_map(spec.get("successPolicy"), "spec.successPolicy")
+    startup = acc.as_map(spec.get("startupPolicy"), "spec.startupPolicy")
     coord_raw = spec.get("coordinator")
     coordinator = None
     if coord_raw is not None:
-        cr = _map(coord_raw, "spec.coordinator")
+        cr = acc.as_map(coord_raw, "spec.coordinator")
         coordinator = Coordinator(
-            replicated_job=_str(cr.get("replicatedJob"), "spec.coordinator.replicatedJob"),
-            job_index=_int(cr.get("jobIndex"), "spec.coordinator.jobIndex", 0),
-            pod_index=_int(cr.get("podIndex"), "spec.coordinator.podIndex", 0),
+            replicated_job=acc.as_str(cr.get("replicatedJob"), "spec.coordinator.replicatedJob"),
+            job_index=acc.as_int(cr.get("jobIndex"), "spec.coordinator.jobIndex", 0),
+            pod_index=acc.as_int(cr.get("podIndex"), "spec.coordinator.podIndex", 0),
         )
     managed_by = spec.get("managedBy")
     if managed_by is not None:
-        managed_by = _str(managed_by, "spec.managedBy")
+        managed_by = acc.as_str(managed_by, "spec.managedBy")
     vcps = [_volume_claim_policy(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
-            enumerate(_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
+            enumerate(acc.as_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
     _validate_status(status)
 
     js = JobSet(
         raw=obj,
         name=name,
-        namespace=_str(meta.get("namespace"), "metadata.namespace", "default") or "default",
-        uid=_str(meta.get("uid"), "metadata.uid"),
-        resource_version=_str(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        labels=_str_map(meta.get("labels"), "metadata.labels"),
+        namespace=acc.as_str(meta.get("namespace"), "metadata.namespace", "default") or "default",
+        uid=acc.as_str(meta.get("uid"), "metadata.uid"),
+        resource_version=acc.as_str(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        labels=acc.as_str_map(meta.get("labels"), "metadata.labels"),
         annotations=annotations,
-        deletion_timestamp=_str(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+        deletion_timestamp=acc.as_str(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         replicated_jobs=rjobs,
         # Upstream skips the Service when enableDNSHostnames is nil; the webhook sets it true, so
         # only an explicit false turns DNS off here.
         dns_hostnames=dns is not False,
-        subdomain=_str(network.get("subdomain"), "spec.network.subdomain") or name,
+        subdomain=acc.as_str(network.get("subdomain"), "spec.network.subdomain") or name,
         publish_not_ready=publish is not False,
         success_operator=_enum(success.get("operator"), "spec.successPolicy.operator",
                                c.OPERATORS, c.OPERATOR_ALL),
-        success_targets=[_str(x, f"spec.successPolicy.targetReplicatedJobs[{i}]") for i, x in
-                         enumerate(_list(success.get("targetReplicatedJobs"),
+        success_targets=[acc.as_str(x, f"spec.successPolicy.targetReplicatedJobs[{i}]") for i, x in
+                         enumerate(acc.as_list(success.get("targetReplicatedJobs"),
                                          "spec.successPolicy.targetReplicatedJobs"))],
         failure_policy=_parse_failure_policy(spec.get("failurePolicy"), "spec.failurePolicy"),
         in_order=_enum(startup.get("startupPolicyOrder"), "spec.startupPolicy.startupPolicyOrder",
                        c.STARTUP_ORDERS, c.ANY_ORDER) == c.IN_ORDER,
-        suspend=bool(_bool(spec.get("suspend"), "spec.suspend")),
+        suspend=bool(acc.as_bool(spec.get("suspend"), "spec.suspend")),
         managed_by=managed_by,
         coordinator=coordinator,
-        ttl_seconds_after_finished=_int(spec.get("ttlSecondsAfterFinished"),
+        ttl_seconds_after_finished=acc.as_int(spec.get("ttlSecondsAfterFinished"),
                                         "spec.ttlSecondsAfterFinished", minimum=0),
         volume_claim_policies=vcps,
         status=status,
@@ -376,30 +324,30 @@ def parse_jobset(obj: Any) -> JobSet:
 
 def _validate_status(status: dict[str, Any]) -> None:
     for key in ("restarts", "restartsCountTowardsMax"):
-        _int(status.get(key), f"status.{key}", 0, minimum=0)
-    _str(status.get("terminalState"), "status.terminalState")
+        acc.as_int(status.get(key), f"status.{key}", 0, minimum=0)
+    acc.as_str(status.get("terminalState"), "status.terminalState")
     # Everything the pass reads or writes back is checked here, so that a malformed status is
     # InvalidInput naming the field rather than a crash later: a null list item (_map reads
     # None as {}, but the pass reads items as objects), non-integer counts (sorted and written
     # into the proto's int32 fields) and the in-place restart attempts.
     for key in ("previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt"):
-        _int(status.get(key), f"status.{key}", minimum=0)
-    for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
+        acc.as_int(status.get(key), f"status.{key}", minimum=0)
+    for i, cond in enumerate(acc.as_list(status.get("conditions"), "status.conditions")):
         cpath = f"status.conditions[{i}]"
         if cond is None:
             raise InvalidInput.at(cpath, "must be an object")
-        cond = _map(cond, cpath)
+        cond = acc.as_map(cond, cpath)
         for key in ("type", "status", "reason", "message", "lastTransitionTime"):
-            _str(cond.get(key), f"{cpath}.{key}")
+            acc.as_str(cond.get(key), f"{cpath}.{key}")
     seen: set[str] = set()
-    for i, rjs in enumerate(_list(status.get("replicatedJobsStatus"),
+    for i, rjs in enumerate(acc.as_list(status.get("replicatedJobsStatus"),
                                   "status.replicatedJobsStatus")):
         rpath = f"status.replicatedJobsStatus[{i}]"
         if rjs is None:
             raise InvalidInput.at(rpath, "must be an object")
-        rjs = _map(rjs, rpath)
+        rjs = acc.as_map(rjs, rpath)
         # Required by the CRD; the pass sorts and matches entries by it.
-        name = _str(rjs.get("name"), f"{rpath}.name")
+        name = acc.as_str(rjs.get("name"), f"{rpath}.name")
         if not name:
             raise InvalidInput.at(f"{rpath}.name", "Required value")
         # A list map keyed by name in the CRD: with two entries of one name, the pass would
@@ -408,7 +356,7 @@ def _validate_status(status: dict[str, Any]) -> None:
             raise InvalidInput.at(f"{rpath}.name", f'duplicate value "{name}"')
         seen.add(name)
         for key in ("ready", "succeeded", "failed", "active", "suspended"):
-            _int(rjs.get(key), f"{rpath}.{key}", minimum=0)
+            acc.as_int(rjs.get(key), f"{rpath}.{key}", minimum=0)
         for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
-            for j, v in enumerate(_list(rjs.get(key), f"{rpath}.{key}")):
-                _int(v, f"{rpath}.{key}[{j}]", minimum=0)
+            for j, v in enumerate(acc.as_list(rjs.get(key), f"{rpath}.{key}")):
+                acc.as_int(v, f"{rpath}.{key}[{j}]", minimum=0)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from decider.core import access as acc
 from decider.core.errors import FieldError
-from decider.core.gang import _access as acc
 
 MAX_TOPOLOGY = 1
 MAX_CLAIMS = 4

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from decider.core import access as acc
 from decider.core.errors import FieldError, InvalidInput
-from decider.core.gang import _access as acc
 from decider.core.gang import names
 from decider.core.gang.blocks import Blocks, check_basic_with_all, parse_blocks
 from decider.core.gang.model import Design, GangPlan, Group

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
+from decider.core import access as acc
 from decider.core.errors import FieldError, InvalidInput
-from decider.core.gang import _access as acc
 from decider.core.gang import names
 from decider.core.gang.blocks import Blocks, check_basic_with_all, parse_blocks
 from decider.core.gang.job import GROUP_TEMPLATE_ANNOTATION

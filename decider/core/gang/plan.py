@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from decider.core import access as acc
 from decider.core.errors import FieldError, InvalidInput
-from decider.core.gang import _access as acc
 from decider.core.gang import job as jobrules
 from decider.core.gang import jobset as jsrules
 from decider.core.gang.model import GangPlan, Group, OwnershipConflict, PodSetInfo
