@@ -151,11 +151,18 @@ def pvc_name(js_name: str, template_name: str) -> str:
     return f"{template_name}-{js_name}"
 
 
-def _mounts(pod_spec: dict[str, Any], volume: str) -> bool:
+def mounts_volume(pod_spec: Any, volume: str) -> bool:
+    """Whether a container or init container of the pod mounts `volume` (upstream
+    hasVolumeMount). Admission asks it of unchecked input too, so anything malformed is simply
+    no mount."""
+    if not isinstance(pod_spec, dict):
+        return False
     for key in ("containers", "initContainers"):
-        for container in pod_spec.get(key) or ():
-            for mount in (container or {}).get("volumeMounts") or ():
-                if (mount or {}).get("name") == volume:
+        containers = pod_spec.get(key)
+        for container in containers if isinstance(containers, list) else ():
+            mounts = container.get("volumeMounts") if isinstance(container, dict) else None
+            for mount in mounts if isinstance(mounts, list) else ():
+                if isinstance(mount, dict) and mount.get("name") == volume:
                     return True
     return False
 
@@ -165,7 +172,7 @@ def _add_volumes(js: JobSet, pod_spec: dict[str, Any]) -> None:
     for policy in js.volume_claim_policies:
         for template in policy.get("templates") or ():
             name = ((template or {}).get("metadata") or {}).get("name", "")
-            if name and _mounts(pod_spec, name):
+            if name and mounts_volume(pod_spec, name):
                 volumes.append({"name": name, "persistentVolumeClaim": {
                     "claimName": pvc_name(js.name, name)}})
     if volumes:

@@ -22,6 +22,7 @@ from decider.core.admission._util import (
     present,
     semantic_equal,
 )
+from decider.core.child_jobs import mounts_volume, pvc_name
 from decider.core.errors import FieldError
 from decider.core.go_regex import pattern_error
 
@@ -223,29 +224,17 @@ def coordinator_errors(spec: dict[str, Any], js_name: str) -> list[FieldError]:
     return errs
 
 
-def _mounts(rjob: Any, claim: str) -> bool:
-    pod_spec = as_dict(
-        as_dict(as_dict(as_dict(as_dict(rjob).get("template")).get("spec")).get("template")).get(
-            "spec"
-        )
-    )
-    for kind in ("initContainers", "containers"):
-        for container in as_list(pod_spec.get(kind)):
-            for mount in as_list(as_dict(container).get("volumeMounts")):
-                if as_dict(mount).get("name") == claim:
-                    return True
-    return False
-
-
 def _claim_usage_errors(spec: dict[str, Any], claim: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    rjobs = as_list(spec.get("replicatedJobs"))
-    for i, rjob in enumerate(rjobs):
-        pod_spec = as_dict(
+    pod_specs = [
+        as_dict(
             as_dict(
                 as_dict(as_dict(as_dict(rjob).get("template")).get("spec")).get("template")
             ).get("spec")
         )
+        for rjob in as_list(spec.get("replicatedJobs"))
+    ]
+    for i, pod_spec in enumerate(pod_specs):
         for v, volume in enumerate(as_list(pod_spec.get("volumes"))):
             if as_dict(volume).get("name") == claim:
                 errs.append(
@@ -254,7 +243,7 @@ def _claim_usage_errors(spec: dict[str, Any], claim: str) -> list[FieldError]:
                         f"volume name conflicts with VolumeClaimPolicy template name: {claim}",
                     )
                 )
-    if not any(_mounts(rjob, claim) for rjob in rjobs):
+    if not any(mounts_volume(pod_spec, claim) for pod_spec in pod_specs):
         errs.append(
             FieldError(
                 "spec.replicatedJobs",
@@ -289,19 +278,19 @@ def volume_claim_policy_errors(
             errs.extend(
                 FieldError(f"{path}.name", m) for m in k8s_names.is_dns1123_subdomain(claim)
             )
-            pvc_name = f"{claim}-{js_name}"
-            if byte_len(pvc_name) > limits.MAX_PVC_NAME_LENGTH:
+            pvc = pvc_name(js_name, claim)
+            if byte_len(pvc) > limits.MAX_PVC_NAME_LENGTH:
                 errs.append(
                     FieldError(f"{path}.name", "VolumeClaimPolicies template name is too long")
                 )
             errs.extend(_claim_usage_errors(spec, claim))
-            existing = existing_pvcs.get(pvc_name)
+            existing = existing_pvcs.get(pvc)
             if isinstance(existing, dict):
                 if not semantic_equal(existing.get("spec"), template.get("spec")):
                     errs.append(
                         FieldError(
                             f"{path}.spec",
-                            f"spec does not match existing PVC {pvc_name} in namespace {namespace}",
+                            f"spec does not match existing PVC {pvc} in namespace {namespace}",
                         )
                     )
                 when_deleted = as_dict(policy.get("retentionPolicy")).get("whenDeleted")
