@@ -7,7 +7,7 @@ wire form whichever way it was asked for.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 from decider.core.decide import decide
@@ -72,6 +72,13 @@ def gang_choice(opts: pb.Options) -> tuple[str, str]:
                               f"Unsupported value: {target!r}: supported values: "
                               + ", ".join(TARGETS))
     return api_version, target
+
+
+def parse_object(text: str, field: str) -> dict[str, Any]:
+    obj = parse_json(text, field)
+    if not isinstance(obj, dict):
+        raise InvalidInput.at(field, "must be a JSON object")
+    return obj
 
 
 def options_from_proto(opts: pb.Options) -> Options:
@@ -195,10 +202,6 @@ def decide_response(req: pb.DecideRequest) -> pb.DecideResponse:
     return plan_to_proto(decide(observed_from_proto(req)))
 
 
-def now_utc() -> datetime:
-    return datetime.now(UTC)
-
-
 def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
     """Admission: create (default, then validate) or update (validate against the old object).
 
@@ -207,16 +210,12 @@ def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
     """
     from decider.core import admission
 
-    obj = parse_json(req.object_json, "object_json")
-    if not isinstance(obj, dict):
-        raise InvalidInput.at("object_json", "must be a JSON object")
+    obj = parse_object(req.object_json, "object_json")
     if _is_job(obj):
         return _validate_job(req, obj)
     gates = dict(req.options.feature_gates)
     if req.old_object_json:
-        old = parse_json(req.old_object_json, "old_object_json")
-        if not isinstance(old, dict):
-            raise InvalidInput.at("old_object_json", "must be a JSON object")
+        old = parse_object(req.old_object_json, "old_object_json")
         result = obj
         errors = admission.validate_update(obj, old, gates)
     else:
@@ -225,10 +224,14 @@ def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
                 if o.kind == "PersistentVolumeClaim" and o.object_json}
         result = admission.default_jobset(obj)
         errors = admission.validate_create(result, gates, pvcs)
+    return _validation(errors, result)
+
+
+def _validation(errors: list[FieldError], obj: dict[str, Any]) -> pb.ValidateResponse:
     return pb.ValidateResponse(
         valid=not errors,
         errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
-        object_json=_dumps(result),
+        object_json=_dumps(obj),
     )
 
 
@@ -253,11 +256,7 @@ def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any]) -> pb.ValidateRe
         errors = validate_job_update(obj, old, api_version, existing or None)
     except InvalidInput as exc:
         raise _remap_existing(exc) from None
-    return pb.ValidateResponse(
-        valid=not errors,
-        errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
-        object_json=_dumps(obj),
-    )
+    return _validation(errors, obj)
 
 
 def _gang_objects(objects: Any) -> list[dict[str, Any]]:
@@ -265,10 +264,7 @@ def _gang_objects(objects: Any) -> list[dict[str, Any]]:
     for i, o in enumerate(objects):
         if not o.object_json:
             raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
-        obj = parse_json(o.object_json, f"objects[{i}].object_json")
-        if not isinstance(obj, dict):
-            raise InvalidInput.at(f"objects[{i}].object_json", "must be a JSON object")
-        out.append(obj)
+        out.append(parse_object(o.object_json, f"objects[{i}].object_json"))
     return out
 
 
@@ -288,9 +284,7 @@ def plan_gang_response(req: pb.PlanGangRequest) -> pb.PlanGangResponse:
     """Gang objects for a Job or JobSet; raises InvalidInput (naming the field) for bad input."""
     from decider.core.gang import plan_gang
 
-    obj = parse_json(req.object_json, "object_json")
-    if not isinstance(obj, dict):
-        raise InvalidInput.at("object_json", "must be a JSON object")
+    obj = parse_object(req.object_json, "object_json")
     api_version, target = gang_choice(req.options)
     existing = _gang_objects(req.objects)
     try:
@@ -322,9 +316,7 @@ def pod_sets_response(req: pb.PodSetsRequest) -> pb.PodSetsResponse:
     """Kueue's pod sets of a Job or JobSet beside the gang minCount that covers each."""
     from decider.core.gang import pod_sets
 
-    obj = parse_json(req.object_json, "object_json")
-    if not isinstance(obj, dict):
-        raise InvalidInput.at("object_json", "must be a JSON object")
+    obj = parse_object(req.object_json, "object_json")
     api_version, _ = gang_choice(req.options)
     out = pb.PodSetsResponse()
     for info in pod_sets(obj, api_version):
