@@ -10,6 +10,7 @@ import json
 from datetime import UTC
 from typing import Any
 
+from decider import json_input, limits
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import (
@@ -24,6 +25,7 @@ from decider.core.model import (
     PodTemplateSummary,
     Toleration,
 )
+from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
 
 _ACTION_TYPES = {
@@ -46,15 +48,9 @@ _ACTION_TYPES = {
 }
 
 
-def parse_json(text: str, field: str) -> Any:
-    if not text:
-        raise InvalidInput.at(field, "Required value")
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput.at(field, f"is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidInput.at(field, "is nested too deeply") from None
+def parse_json(text: str, field: str, lim: Limits = limits.DEFAULT, *,
+               in_field_paths: bool = False) -> Any:
+    return json_input.load(text, field, lim.max_json_depth, in_field_paths=in_field_paths)
 
 
 def gang_choice(opts: pb.Options) -> tuple[str, str]:
@@ -74,19 +70,22 @@ def gang_choice(opts: pb.Options) -> tuple[str, str]:
     return api_version, target
 
 
-def parse_object(text: str, field: str) -> dict[str, Any]:
-    obj = parse_json(text, field)
+def parse_object(text: str, field: str, lim: Limits = limits.DEFAULT, *,
+                 in_field_paths: bool = False) -> dict[str, Any]:
+    limits.check_object_bytes(text, field, lim)
+    obj = parse_json(text, field, lim, in_field_paths=in_field_paths)
     if not isinstance(obj, dict):
         raise InvalidInput.at(field, "must be a JSON object")
     return obj
 
 
-def options_from_proto(opts: pb.Options) -> Options:
+def options_from_proto(opts: pb.Options, lim: Limits = limits.DEFAULT) -> Options:
     # Checked here, for every JobSet, so a typo fails at once and not on the first gang JobSet.
     if opts.gang_api_version or opts.gang_target:
         gang_choice(opts)
     return Options(controller_name=opts.controller_name, feature_gates=dict(opts.feature_gates),
-                   gang_api_version=opts.gang_api_version, gang_target=opts.gang_target)
+                   gang_api_version=opts.gang_api_version, gang_target=opts.gang_target,
+                   max_plan_bytes=lim.max_message_bytes)
 
 
 def _job(msg: pb.ObservedJob) -> ObservedJob:
@@ -120,27 +119,33 @@ def _job(msg: pb.ObservedJob) -> ObservedJob:
     )
 
 
-def _object(msg: pb.ObservedObject, index: int) -> ObservedObject:
-    obj = parse_json(msg.object_json, f"objects[{index}].object_json") if msg.object_json \
-        else None
+def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
+    obj = parse_json(msg.object_json, f"objects[{index}].object_json", lim) \
+        if msg.object_json else None
     return ObservedObject(api_version=msg.api_version, kind=msg.kind, name=msg.name,
                           uid=msg.uid, controller_uid=msg.controller_uid, obj=obj)
 
 
-def observed_from_proto(req: pb.DecideRequest) -> Observed:
+def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Observed:
+    limits.check_decide_request(req, lim)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
     for i, job in enumerate(req.jobs):
         if not job.name:
             raise InvalidInput.at(f"jobs[{i}].name", "Required value")
+        if len(job.name) > limits.MAX_NAME_BYTES:
+            raise InvalidInput.at(f"jobs[{i}].name", f"must be no more than "
+                                                    f"{limits.MAX_NAME_BYTES} characters")
+    jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
+    limits.check_jobset_replicas(jobset, lim)
     return Observed(
-        jobset=parse_json(req.jobset_json, "jobset_json"),
+        jobset=jobset,
         now=req.now.ToDatetime(tzinfo=UTC),
         jobs=[_job(j) for j in req.jobs],
-        objects=[_object(o, i) for i, o in enumerate(req.objects)],
+        objects=[_object(o, i, lim) for i, o in enumerate(req.objects)],
         pods=[ObservedPod(name=p.name, phase=p.phase, annotations=dict(p.annotations),
                           max_container_restarts=p.max_container_restarts) for p in req.pods],
-        options=options_from_proto(req.options),
+        options=options_from_proto(req.options, lim),
     )
 
 
@@ -197,12 +202,14 @@ def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     )
 
 
-def decide_response(req: pb.DecideRequest) -> pb.DecideResponse:
-    """Decide one request; raises InvalidInput (naming the field) for input it cannot decide."""
-    return plan_to_proto(decide(observed_from_proto(req)))
+def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
+    """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
+    TooLarge for a request or plan over the limits."""
+    return plan_to_proto(decide(observed_from_proto(req, lim)))
 
 
-def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
+def validate_response(req: pb.ValidateRequest,
+                      lim: Limits = limits.DEFAULT) -> pb.ValidateResponse:
     """Admission: create (default, then validate) or update (validate against the old object).
 
     A batch/v1 Job is checked against the gang rules of options.gang_api_version (the 1.36
@@ -210,20 +217,24 @@ def validate_response(req: pb.ValidateRequest) -> pb.ValidateResponse:
     """
     from decider.core import admission
 
-    obj = parse_object(req.object_json, "object_json")
+    obj = parse_object(req.object_json, "object_json", lim)
+    limits.check_objects(req.objects, lim)
     if _is_job(obj):
-        return _validate_job(req, obj)
+        return _validate_job(req, obj, lim)
     gates = dict(req.options.feature_gates)
     if req.old_object_json:
-        old = parse_object(req.old_object_json, "old_object_json")
+        old = parse_object(req.old_object_json, "old_object_json", lim)
         result = obj
         errors = admission.validate_update(obj, old, gates)
     else:
-        pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json")
+        pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json", lim)
                 for i, o in enumerate(req.objects)
                 if o.kind == "PersistentVolumeClaim" and o.object_json}
         result = admission.default_jobset(obj)
         errors = admission.validate_create(result, gates, pvcs)
+    # A JobSet the decider would refuse to decide is refused at admission, where its author
+    # sees why, rather than left to fail every reconcile.
+    errors += [FieldError(f, m) for f, m in limits.jobset_replica_errors(result, lim)]
     return _validation(errors, result)
 
 
@@ -239,18 +250,19 @@ def _is_job(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch/")
 
 
-def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any]) -> pb.ValidateResponse:
+def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any],
+                  lim: Limits) -> pb.ValidateResponse:
     from decider.core.gang import validate_job_update
 
     api_version, _ = gang_choice(req.options)
     old = obj
     if req.old_object_json:
-        old = parse_json(req.old_object_json, "old_object_json")
+        old = parse_json(req.old_object_json, "old_object_json", lim)
         if not isinstance(old, dict) or not _is_job(old):
             raise InvalidInput.at("old_object_json", "must be a batch/v1 Job, as object_json is")
     # The admission plugin looks the PodGroup up; a caller that sends none lets the rules of
     # the generation say whether the old Job is gang scheduled.
-    existing = _gang_objects(req.objects)
+    existing = _gang_objects(req.objects, lim)
     # A create is checked as an update from itself: only the rules on the new object apply.
     try:
         errors = validate_job_update(obj, old, api_version, existing or None)
@@ -259,12 +271,13 @@ def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any]) -> pb.ValidateRe
     return _validation(errors, obj)
 
 
-def _gang_objects(objects: Any) -> list[dict[str, Any]]:
+def _gang_objects(objects: Any, lim: Limits) -> list[dict[str, Any]]:
+    limits.check_count(len(objects), "objects", lim.max_observed, "observed objects")
     out = []
     for i, o in enumerate(objects):
         if not o.object_json:
             raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
-        out.append(parse_object(o.object_json, f"objects[{i}].object_json"))
+        out.append(parse_object(o.object_json, f"objects[{i}].object_json", lim))
     return out
 
 
@@ -280,13 +293,22 @@ def _remap_existing(exc: InvalidInput) -> InvalidInput:
     return type(exc)(errors)
 
 
-def plan_gang_response(req: pb.PlanGangRequest) -> pb.PlanGangResponse:
+def _subject(text: str, lim: Limits) -> dict[str, Any]:
+    """The Job or JobSet a gang question is about, within the limits a Decide would apply."""
+    obj = parse_object(text, "object_json", lim)
+    if obj.get("kind") == "JobSet":
+        limits.check_jobset_replicas(obj, lim)
+    return obj
+
+
+def plan_gang_response(req: pb.PlanGangRequest,
+                       lim: Limits = limits.DEFAULT) -> pb.PlanGangResponse:
     """Gang objects for a Job or JobSet; raises InvalidInput (naming the field) for bad input."""
     from decider.core.gang import plan_gang
 
-    obj = parse_object(req.object_json, "object_json")
+    obj = _subject(req.object_json, lim)
     api_version, target = gang_choice(req.options)
-    existing = _gang_objects(req.objects)
+    existing = _gang_objects(req.objects, lim)
     try:
         plan = plan_gang(obj, existing, api_version, target)
     except InvalidInput as exc:
@@ -312,11 +334,11 @@ def _ref(ref: dict[str, Any]) -> pb.ObjectRef:
                         uid=str(ref.get("uid") or ""))
 
 
-def pod_sets_response(req: pb.PodSetsRequest) -> pb.PodSetsResponse:
+def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> pb.PodSetsResponse:
     """Kueue's pod sets of a Job or JobSet beside the gang minCount that covers each."""
     from decider.core.gang import pod_sets
 
-    obj = parse_object(req.object_json, "object_json")
+    obj = _subject(req.object_json, lim)
     api_version, _ = gang_choice(req.options)
     out = pb.PodSetsResponse()
     for info in pod_sets(obj, api_version):

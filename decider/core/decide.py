@@ -181,7 +181,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                    "of the previous attempt still exist")
     sequenced = not js.suspend and js.in_order
     replicas: dict[str, int] = {}
-    for rjob in js.replicated_jobs:
+    for index, rjob in enumerate(js.replicated_jobs):
         replicas[rjob.name] = rjob.replicas
         missing = [] if blocked else [
             i for i in range(rjob.replicas) if job_name(js.name, rjob.name, i) not in
@@ -195,6 +195,10 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
             continue
         if missing:
             builder = ReplicatedJobBuilder(js, rjob, st.status, restart_job_gate)
+            if st.options.max_plan_bytes:
+                st.reserve(len(missing) * builder.manifest_floor_bytes(),
+                           f"spec.replicatedJobs[{index}]",
+                           f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
             for i in missing:
                 job = builder.build(i)
                 st.act(Action(type="CreateJob", name=job["metadata"]["name"],

@@ -30,3 +30,16 @@ class InvalidInput(ValueError):
     @classmethod
     def at(cls, field: str, message: str) -> InvalidInput:
         return cls(FieldError(field, message))
+
+
+class TooLarge(Exception):
+    """The request, or the answer it would need, is larger than the caller's limits allow.
+
+    Not an error in the input's meaning, so it is not InvalidInput: an adapter maps it to gRPC
+    RESOURCE_EXHAUSTED. The core raises it (Options.max_plan_bytes) before building an oversized
+    plan, so refusing costs nothing.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)

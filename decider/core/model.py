@@ -115,6 +115,9 @@ class Options:
     # "kubernetes" target (decider.core.gang.NEWEST / KUBERNETES).
     gang_api_version: str = ""
     gang_target: str = ""
+    # The caller's ceiling on the plan's size in bytes (0: none). Checked before Job manifests
+    # are built, so a plan that could never be sent is refused without building it.
+    max_plan_bytes: int = 0
 
     def gate(self, name: str) -> bool:
         return bool(self.feature_gates.get(name, c.GATE_DEFAULTS.get(name, False)))

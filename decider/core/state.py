@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from decider.core.errors import TooLarge
 from decider.core.jobset import JobSet
 from decider.core.model import Action, Event, Observed, Options
 
@@ -47,6 +48,8 @@ class PassState:
     status_events: list[Event] = field(default_factory=list)
     explanation: list[str] = field(default_factory=list)
     requeue_after_seconds: int = 0
+    # Bytes the plan's manifests are known to need at least, against Options.max_plan_bytes.
+    planned_bytes: int = 0
 
     @classmethod
     def start(cls, js: JobSet, observed: Observed) -> PassState:
@@ -72,6 +75,14 @@ class PassState:
         if not action.namespace:
             action.namespace = self.js.namespace
         self.actions.append(action)
+
+    def reserve(self, nbytes: int, field: str, what: str) -> None:
+        """Count `nbytes` of plan against the caller's budget; TooLarge before it is exceeded."""
+        self.planned_bytes += nbytes
+        limit = self.observed.options.max_plan_bytes
+        if limit and self.planned_bytes > limit:
+            raise TooLarge(field, f"{what}: the plan would hold at least {self.planned_bytes:,} "
+                                  f"bytes, over the limit of {limit:,} bytes per answer")
 
     def enqueue_event(self, type_: str, reason: str, message: str) -> None:
         self.status_events.append(Event(type=type_, reason=reason, message=message))

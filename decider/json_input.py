@@ -1,0 +1,113 @@
+"""JSON text from a request, parsed into plain data that every later step can handle.
+
+Three things a careless or hostile client can put in valid JSON would otherwise surface deep in
+the decision or on the way out, as a crash or an unanswered RPC:
+- nesting deeper than any Kubernetes object, which makes recursive copies and serializers fail;
+- a lone surrogate escape (`"\\ud800"`): valid JSON, but not Unicode, so it cannot be encoded
+  into the UTF-8 the answer is written in;
+- numbers out of every range (`1e999` parses as infinity).
+Each is refused here, naming the field, before the core sees the object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from decider.core.errors import InvalidInput
+
+# No Kubernetes object nests anywhere near this (a pod template's deepest field is ~20 levels
+# down); Python's own parser gives up near 1,000.
+DEFAULT_MAX_DEPTH = 100
+_MAX_PATH_SHOWN = 160
+
+# A \uD800-\uDFFF escape in the text: only then can the parsed object hold a lone surrogate
+# (a well-formed pair decodes to one character). The pattern may also hit an escaped backslash
+# followed by such text; the walk below then finds nothing.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def child_path(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{path}.{key}" if path else key
+    # Keys like label names hold dots and slashes; quote them so the path stays readable.
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
+               bare_paths: bool = False) -> None:
+    """Refuse nesting deeper than max_depth, non-finite numbers and (if asked) lone surrogates.
+
+    Iterative, so it cannot itself run out of stack on the input it is there to refuse.
+    bare_paths: name a place inside the object by its path alone (`spec.x`), as the core names
+    the fields of the JobSet it decides on, rather than `field.spec.x`.
+    """
+
+    def name(path: str) -> str:
+        if len(path) > _MAX_PATH_SHOWN:
+            # A deep path says little past its start; the message must stay one readable line.
+            path = path[:_MAX_PATH_SHOWN] + "..."
+        if not path:
+            return field
+        if bare_paths and not path.startswith("["):
+            return path
+        return field + path if path.startswith("[") else f"{field}.{path}"
+
+    def deeper(item: Any) -> bool:
+        return isinstance(item, dict | list | float) or (surrogates and isinstance(item, str))
+
+    stack: list[tuple[Any, str, int]] = [(obj, "", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, dict | list) and depth > max_depth:
+            raise InvalidInput.at(name(path), f"is nested more than {max_depth} levels deep")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if surrogates and _has_lone_surrogate(key):
+                    raise InvalidInput.at(name(path), f"key {json.dumps(key)} is not valid "
+                                                      "Unicode (a lone surrogate)")
+                if deeper(item):
+                    stack.append((item, child_path(path, key), depth + 1))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if deeper(item):
+                    stack.append((item, child_path(path, i), depth + 1))
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidInput.at(name(path), "is a number out of range")
+        elif isinstance(value, str) and _has_lone_surrogate(value):
+            raise InvalidInput.at(name(path), f"{json.dumps(value[:64])} is not valid Unicode "
+                                              "(a lone surrogate)")
+
+
+def load(text: str, field: str, max_depth: int = DEFAULT_MAX_DEPTH, *,
+         in_field_paths: bool = False) -> Any:
+    """Parse `text` (the request field `field`); InvalidInput naming the field when it is not
+    JSON every later step can handle.
+
+    in_field_paths: name problems inside the object by their path alone (`spec.x`), as the core
+    names the fields of the JobSet it decides on, rather than `field.spec.x`.
+    """
+    if not text:
+        raise InvalidInput.at(field, "Required value")
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise InvalidInput.at(field, f"is nested more than {max_depth} levels deep") from None
+    except ValueError as exc:
+        raise InvalidInput.at(field, f"is not valid JSON: {exc}") from None
+    check_tree(obj, field, max_depth, surrogates=_SURROGATE_ESCAPE.search(text) is not None,
+               bare_paths=in_field_paths)
+    return obj
