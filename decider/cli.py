@@ -90,15 +90,16 @@ def _call_remote(target: str, method: str, request: Any) -> Any:
 
 
 def _call_local(method: str, request: Any) -> Any:
-    from decider import convert
-    from decider.core.errors import InvalidInput
+    from decider import dispatch
+    from decider.core.errors import InvalidInput, TooLarge
+    from decider.limits import DEFAULT
 
-    fn = {"decide": convert.decide_response, "validate": convert.validate_response,
-          "plan_gang": convert.plan_gang_response, "pod_sets": convert.pod_sets_response}[method]
+    name = {"decide": "Decide", "validate": "Validate", "plan_gang": "PlanGang",
+            "pod_sets": "PodSets"}[method]
     try:
-        return fn(request)
-    except InvalidInput as exc:
-        raise UsageError(str(exc)) from None
+        return dispatch.answer_message(name, request, DEFAULT)
+    except (InvalidInput, TooLarge) as exc:
+        raise UsageError(dispatch.safe_text(str(exc))) from None
 
 
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
@@ -160,25 +161,89 @@ def cmd_podsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_pem(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise UsageError(f"{flag}: {path}: cannot read: {exc.strerror or exc}") from None
+    if b"-----BEGIN" not in data:
+        raise UsageError(f"{flag}: {path}: not a PEM file")
+    return data
+
+
+def server_config(args: argparse.Namespace) -> Any:
+    """The `serve` flags as a ServerConfig; UsageError naming the flag for a bad value."""
+    from decider.limits import Limits
+    from decider.server import ServerConfig, TLSFiles
+
+    tls = None
+    if args.tls_cert_file or args.tls_key_file or args.tls_client_ca_file:
+        if not (args.tls_cert_file and args.tls_key_file):
+            raise UsageError("--tls-cert-file and --tls-key-file go together"
+                             + (" (--tls-client-ca-file needs both)"
+                                if args.tls_client_ca_file else ""))
+        tls = TLSFiles(cert=_read_pem(args.tls_cert_file, "--tls-cert-file"),
+                       key=_read_pem(args.tls_key_file, "--tls-key-file"),
+                       client_ca=_read_pem(args.tls_client_ca_file, "--tls-client-ca-file")
+                       if args.tls_client_ca_file else None)
+    positive = {"--max-message-bytes": args.max_message_bytes,
+                "--max-object-bytes": args.max_object_bytes,
+                "--max-replicated-jobs": args.max_replicated_jobs,
+                "--max-replicas": args.max_replicas, "--max-jobs": args.max_jobs,
+                "--max-observed": args.max_observed, "--max-string-bytes": args.max_string_bytes,
+                "--max-json-depth": args.max_json_depth, "--max-pending": args.max_pending,
+                "--max-decision-seconds": args.max_decision_seconds}
+    for flag, value in positive.items():
+        if value <= 0:
+            raise UsageError(f"{flag}: must be greater than 0, got {value}")
+    for flag, value in {"--workers": args.workers, "--grace": args.grace,
+                        "--drain-delay": args.drain_delay,
+                        "--max-worker-memory-mb": args.max_worker_memory_mb}.items():
+        if value < 0:
+            raise UsageError(f"{flag}: must not be negative, got {value}")
+    limits = Limits(max_message_bytes=args.max_message_bytes,
+                    max_object_bytes=args.max_object_bytes,
+                    max_replicated_jobs=args.max_replicated_jobs, max_replicas=args.max_replicas,
+                    max_jobs=args.max_jobs, max_observed=args.max_observed,
+                    max_string_bytes=args.max_string_bytes, max_json_depth=args.max_json_depth)
+    return ServerConfig(address=f"{args.host}:{args.port}", limits=limits, workers=args.workers,
+                        max_decision_seconds=args.max_decision_seconds,
+                        max_pending=args.max_pending,
+                        max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
+                        reflection=args.reflection, drain_delay=args.drain_delay,
+                        grace=args.grace)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
     from decider import server
 
+    config = server_config(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    address = f"{args.host}:{args.port}"
 
     def ready(port: int) -> None:
+        # This line's last word is the address: shim/local_decider.py reads it.
         print(f"decider: serving decider.v1.Decider on {args.host}:{port}", flush=True)
+        scheme = "plaintext" if config.tls is None else "TLS, client certificates required" \
+            if config.tls.client_ca else "TLS"
+        logging.getLogger("decider.server").info(
+            "%s, %d decision workers, reflection %s", scheme, config.worker_count,
+            "on" if config.reflection else "off")
 
     try:
-        asyncio.run(server.serve(address, max_message_bytes=args.max_message_bytes,
-                                 grace=args.grace, on_ready=ready))
+        asyncio.run(server.serve(config, on_ready=ready))
     except OSError as exc:
         raise UsageError(f"--port: {exc}") from None
     except RuntimeError as exc:
-        if "bind" in str(exc).lower() or "address" in str(exc).lower():
-            raise UsageError(f"--port: cannot bind {address}: {exc}") from None
+        text = str(exc).lower()
+        if "bind" in text or "address" in text:
+            raise UsageError(f"--port: cannot bind {config.address}: {exc}") from None
+        if "ssl" in text or "tls" in text or "credentials" in text:
+            raise UsageError(f"--tls-cert-file/--tls-key-file: {exc}") from None
+        if "worker" in text:
+            _fail(str(exc), EXIT_UNAVAILABLE)
         raise
     return 0
 
@@ -189,17 +254,68 @@ class _Parser(argparse.ArgumentParser):
         _fail(message)
 
 
+def _serve_flags(serve: argparse.ArgumentParser) -> None:
+    from decider.limits import DEFAULT as L
+    from decider.server import (
+        DEFAULT_DRAIN_DELAY_SECONDS,
+        DEFAULT_GRACE_SECONDS,
+        DEFAULT_MAX_DECISION_SECONDS,
+        DEFAULT_MAX_PENDING,
+    )
+
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=50051, help="port (default 50051; 0: any)")
+    serve.add_argument("--workers", type=int, default=0,
+                       help="decision worker processes (default 0: one per available core)")
+    tls = serve.add_argument_group("TLS (default: plaintext)")
+    tls.add_argument("--tls-cert-file", default="", help="server certificate chain (PEM)")
+    tls.add_argument("--tls-key-file", default="", help="server private key (PEM)")
+    tls.add_argument("--tls-client-ca-file", default="",
+                     help="CA bundle (PEM): require and verify client certificates (mTLS)")
+    serve.add_argument("--reflection", action=argparse.BooleanOptionalAction, default=True,
+                       help="serve gRPC server reflection (default on; --no-reflection: off)")
+    life = serve.add_argument_group("shutdown")
+    life.add_argument("--drain-delay", type=float, default=DEFAULT_DRAIN_DELAY_SECONDS,
+                      help="on SIGTERM, seconds to keep accepting RPCs after health goes "
+                           f"NOT_SERVING, so load balancers notice (default "
+                           f"{DEFAULT_DRAIN_DELAY_SECONDS:g})")
+    life.add_argument("--grace", type=float, default=DEFAULT_GRACE_SECONDS,
+                      help="then, seconds in-flight RPCs get to finish (default "
+                           f"{DEFAULT_GRACE_SECONDS:g})")
+    lim = serve.add_argument_group("limits per request (README: Limits)")
+    lim.add_argument("--max-decision-seconds", type=float, default=DEFAULT_MAX_DECISION_SECONDS,
+                     help="work per request; longer is DEADLINE_EXCEEDED (default "
+                          f"{DEFAULT_MAX_DECISION_SECONDS:g})")
+    lim.add_argument("--max-message-bytes", type=int, default=L.max_message_bytes,
+                     help=f"largest request or answer (default {L.max_message_bytes:,})")
+    lim.add_argument("--max-object-bytes", type=int, default=L.max_object_bytes,
+                     help=f"largest JobSet or object JSON (default {L.max_object_bytes:,})")
+    lim.add_argument("--max-replicated-jobs", type=int, default=L.max_replicated_jobs,
+                     help=f"replicated Jobs per JobSet (default {L.max_replicated_jobs:,})")
+    lim.add_argument("--max-replicas", type=int, default=L.max_replicas,
+                     help=f"replicas of one replicated Job (default {L.max_replicas:,})")
+    lim.add_argument("--max-jobs", type=int, default=L.max_jobs,
+                     help=f"Jobs of one JobSet in all (default {L.max_jobs:,})")
+    lim.add_argument("--max-observed", type=int, default=L.max_observed,
+                     help=f"observed Jobs, objects or pods, each (default {L.max_observed:,})")
+    lim.add_argument("--max-string-bytes", type=int, default=L.max_string_bytes,
+                     help=f"any one string of a typed field (default {L.max_string_bytes:,})")
+    lim.add_argument("--max-json-depth", type=int, default=L.max_json_depth,
+                     help=f"nesting of any JSON object (default {L.max_json_depth})")
+    lim.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING,
+                     help="requests waiting for a free worker; more is RESOURCE_EXHAUSTED "
+                          f"(default {DEFAULT_MAX_PENDING})")
+    lim.add_argument("--max-worker-memory-mb", type=int, default=0,
+                     help="address space of each worker; a decision needing more is "
+                          "RESOURCE_EXHAUSTED (default 0: the container's limit)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="decider", description="A stateless decider for Kubernetes JobSets.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     serve = sub.add_parser("serve", help="run the gRPC server")
-    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=50051, help="port (default 50051; 0: any)")
-    serve.add_argument("--max-message-bytes", type=int, default=64 * 1024 * 1024,
-                       help="largest request/response in bytes (default 64 MiB)")
-    serve.add_argument("--grace", type=float, default=10.0,
-                       help="seconds in-flight RPCs get to finish on SIGTERM (default 10)")
+    _serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
 
     decide = sub.add_parser("decide", help="one reconcile pass: print the plan")

@@ -217,7 +217,7 @@ def validate_response(req: pb.ValidateRequest,
     """
     from decider.core import admission
 
-    obj = parse_object(req.object_json, "object_json", lim)
+    obj = parse_object(req.object_json, "object_json", lim, in_field_paths=True)
     limits.check_objects(req.objects, lim)
     if _is_job(obj):
         return _validate_job(req, obj, lim)
@@ -295,7 +295,7 @@ def _remap_existing(exc: InvalidInput) -> InvalidInput:
 
 def _subject(text: str, lim: Limits) -> dict[str, Any]:
     """The Job or JobSet a gang question is about, within the limits a Decide would apply."""
-    obj = parse_object(text, "object_json", lim)
+    obj = parse_object(text, "object_json", lim, in_field_paths=True)
     if obj.get("kind") == "JobSet":
         limits.check_jobset_replicas(obj, lim)
     return obj

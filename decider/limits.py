@@ -92,16 +92,16 @@ def _long_strings(msg: Any, field: str, limit: int) -> None:
                     if isinstance(text, str) and _utf8_len(text) > limit:
                         raise InvalidInput.at(f"{name}[{key[:63]}]", _too_long(what, text, limit))
         elif fd.type == fd.TYPE_MESSAGE:
-            items = value if fd.label == fd.LABEL_REPEATED else [value]
+            items = value if fd.is_repeated else [value]
             for k, item in enumerate(items):
-                sub = f"{name}[{k}]" if fd.label == fd.LABEL_REPEATED else name
+                sub = f"{name}[{k}]" if fd.is_repeated else name
                 if item.ByteSize() > limit:
                     _long_strings(item, sub, limit)
         elif fd.type == fd.TYPE_STRING:
-            items = value if fd.label == fd.LABEL_REPEATED else [value]
+            items = value if fd.is_repeated else [value]
             for k, text in enumerate(items):
                 if _utf8_len(text) > limit:
-                    sub = f"{name}[{k}]" if fd.label == fd.LABEL_REPEATED else name
+                    sub = f"{name}[{k}]" if fd.is_repeated else name
                     raise InvalidInput.at(sub, _too_long("value", text, limit))
 
 

@@ -1,63 +1,92 @@
-"""The gRPC adapter: proto <-> core, error mapping, health, reflection, graceful drain.
+"""The gRPC adapter: health, reflection, TLS, graceful drain, and decisions on worker processes.
 
-Anything the core rejects becomes INVALID_ARGUMENT with the field in the message; an unexpected
-exception is still answered (INTERNAL would tell a caller nothing it can act on), but it is a bug
-and is logged with its traceback.
+The event loop only moves bytes: each Decider RPC's request goes, still serialized, to a decision
+worker (decider/pool.py), and the worker's serialized answer (or its status and message) comes
+back. So no request can hold up another or the health service, every core decides, and a
+request's time is bounded by the caller's deadline and by --max-decision-seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
+import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import _async as health_async
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from decider import convert
-from decider.core.errors import InvalidInput
+from decider.dispatch import METHODS, OK
+from decider.limits import Limits
+from decider.pool import Busy, Overrun, WorkerLost, WorkerPool
 from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
 
 log = logging.getLogger("decider.server")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Decider"].full_name
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+DEFAULT_MAX_MESSAGE_BYTES = Limits().max_message_bytes
 DEFAULT_GRACE_SECONDS = 10.0
+DEFAULT_DRAIN_DELAY_SECONDS = 5.0
+DEFAULT_MAX_DECISION_SECONDS = 10.0
+DEFAULT_MAX_PENDING = 1024
+_STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
 
-class DeciderServicer(pb_grpc.DeciderServicer):
-    async def Decide(self, request: pb.DecideRequest,  # noqa: N802 (gRPC method name)
-                     context: grpc.aio.ServicerContext) -> pb.DecideResponse:
-        return await _answer(context, convert.decide_response, request)
-
-    async def Validate(self, request: pb.ValidateRequest,  # noqa: N802
-                       context: grpc.aio.ServicerContext) -> pb.ValidateResponse:
-        return await _answer(context, convert.validate_response, request)
-
-    async def PlanGang(self, request: pb.PlanGangRequest,  # noqa: N802
-                       context: grpc.aio.ServicerContext) -> pb.PlanGangResponse:
-        return await _answer(context, convert.plan_gang_response, request)
-
-    async def PodSets(self, request: pb.PodSetsRequest,  # noqa: N802
-                      context: grpc.aio.ServicerContext) -> pb.PodSetsResponse:
-        return await _answer(context, convert.pod_sets_response, request)
-
-
-async def _answer(context: grpc.aio.ServicerContext, fn: Callable[[Any], Any],
-                  request: Any) -> Any:
+def available_cpus() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota (a
+    container's `resources.limits.cpu`), which os.cpu_count() does not see."""
     try:
-        return fn(request)
-    except InvalidInput as exc:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-    except RecursionError:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                            "request: objects are nested too deeply")
-    raise AssertionError("unreachable")  # context.abort always raises
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    cert: bytes
+    key: bytes
+    # Set: clients must present a certificate signed by this CA (mutual TLS).
+    client_ca: bytes | None = None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key, self.cert)],
+                                           root_certificates=self.client_ca,
+                                           require_client_auth=self.client_ca is not None)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    address: str = "127.0.0.1:50051"
+    limits: Limits = field(default_factory=Limits)
+    workers: int = 0  # 0: one per available core
+    max_decision_seconds: float = DEFAULT_MAX_DECISION_SECONDS
+    max_pending: int = DEFAULT_MAX_PENDING
+    max_worker_memory_mb: int = 0
+    tls: TLSFiles | None = None
+    reflection: bool = True
+    drain_delay: float = DEFAULT_DRAIN_DELAY_SECONDS
+    grace: float = DEFAULT_GRACE_SECONDS
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or available_cpus()
 
 
 def server_options(max_message_bytes: int) -> list[tuple[str, Any]]:
@@ -67,47 +96,137 @@ def server_options(max_message_bytes: int) -> list[tuple[str, Any]]:
             ("grpc.max_send_message_length", max_message_bytes)]
 
 
-async def start(address: str = "127.0.0.1:50051", *,
-                max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                interceptors: list[Any] | None = None
-                ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
-    """Build and start a server; returns it, the port it bound, and its health servicer."""
-    server = grpc.aio.server(options=server_options(max_message_bytes),
+class DeciderService:
+    """The Decider RPCs, each a pass-through of serialized bytes to a worker."""
+
+    def __init__(self, pool: WorkerPool, config: ServerConfig) -> None:
+        self.pool = pool
+        self.config = config
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        # No (de)serializers: bytes in, bytes out. The worker parses, so a request that is not
+        # valid protobuf is INVALID_ARGUMENT there rather than UNKNOWN here.
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, {
+            name: grpc.unary_unary_rpc_method_handler(self._bind(name)) for name in METHODS})
+
+    def _bind(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext], Any]:
+        async def rpc(payload: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            return await self.answer(method, payload, context)
+        return rpc
+
+    async def answer(self, method: str, payload: bytes,
+                     context: grpc.aio.ServicerContext) -> bytes:
+        cap = self.config.max_decision_seconds
+        remaining = context.time_remaining()
+        client_bound = remaining is not None and remaining < cap
+        budget = remaining if client_bound else cap
+        try:
+            reply = await self.pool.run(method, payload, max(budget, 0.0))
+        except Overrun as exc:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                self._overrun_message(method, exc, client_bound))
+        except (WorkerLost, Busy) as exc:
+            log.warning("%s: %s", method, exc)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{method}: {exc}")
+        if reply.code != OK:
+            await context.abort(_STATUS.get(reply.code, grpc.StatusCode.INTERNAL), reply.message)
+        return reply.body
+
+    def _overrun_message(self, method: str, exc: Overrun, client_bound: bool) -> str:
+        if client_bound:
+            return (f"{method}: the client's deadline passed after {exc.seconds:.3f}s"
+                    + ("; the decision was stopped" if exc.ran else ", before a worker was free"))
+        if not exc.ran:
+            return (f"{method}: no decision worker became free within --max-decision-seconds="
+                    f"{self.config.max_decision_seconds:g} ({self.pool.busy} busy)")
+        log.warning("%s: stopped after %.3fs (--max-decision-seconds=%g)", method, exc.seconds,
+                    self.config.max_decision_seconds)
+        return (f"{method}: the decision did not finish within --max-decision-seconds="
+                f"{self.config.max_decision_seconds:g}, the server's limit on work per request; "
+                "it was stopped")
+
+
+@dataclass
+class Running:
+    server: grpc.aio.Server
+    port: int
+    health: health_async.HealthServicer
+    pool: WorkerPool
+
+    async def stop(self, grace: float | None) -> None:
+        await self.server.stop(grace)
+        await self.pool.close()
+
+
+async def start(config: ServerConfig, interceptors: list[Any] | None = None) -> Running:
+    """Bind, start the workers, then serve; returns once both take requests."""
+    pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
+                      max_pending=config.max_pending)
+    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes),
                              interceptors=interceptors or ())
-    pb_grpc.add_DeciderServicer_to_server(DeciderServicer(), server)
-    health_servicer = health.HealthServicer()
+    server.add_generic_rpc_handlers((DeciderService(pool, config).handler(),))
+    # The asynchronous health servicer: the synchronous one fails every Check under an aio
+    # interceptor (pitfalls.md).
+    health_servicer = health_async.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(address)
+    if config.reflection:
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME), server)
+    # Bound before the workers start, so a taken port fails at once.
+    if config.tls is not None:
+        port = server.add_secure_port(config.address, config.tls.credentials())
+    else:
+        port = server.add_insecure_port(config.address)
     if port == 0:
-        raise OSError(f"cannot bind {address}")
-    await server.start()
-    for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port, health_servicer
+        raise OSError(f"cannot bind {config.address}")
+    await pool.start()
+    try:
+        await server.start()
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    except BaseException:
+        await server.stop(None)
+        await pool.close()
+        raise
+    return Running(server, port, health_servicer, pool)
 
 
-async def serve(address: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                grace: float = DEFAULT_GRACE_SECONDS,
-                on_ready: Callable[[int], None] | None = None) -> None:
-    """Serve until SIGTERM/SIGINT, then drain: report NOT_SERVING, finish RPCs in flight."""
+async def drain(running: Running, config: ServerConfig, force: asyncio.Event) -> None:
+    """Health NOT_SERVING at once; keep serving for drain_delay so load balancers notice; then
+    stop accepting and give in-flight RPCs `grace` to finish. `force` cuts both short."""
+    await running.health.enter_graceful_shutdown()
+    log.info("draining: NOT_SERVING; accepting for %gs more, then %gs for RPCs in flight "
+             "(signal again to stop now)", config.drain_delay, config.grace)
+    if config.drain_delay > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(force.wait(), config.drain_delay)
+    stopping = asyncio.ensure_future(running.server.stop(0 if force.is_set() else config.grace))
+    forced = asyncio.ensure_future(force.wait())
+    await asyncio.wait((stopping, forced), return_when=asyncio.FIRST_COMPLETED)
+    if not stopping.done():
+        await running.server.stop(0)
+        await stopping
+    forced.cancel()
+    await running.pool.close()
+
+
+async def serve(config: ServerConfig, on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT, then drain (a second signal stops at once)."""
     from decider import telemetry
 
-    server, port, health_servicer = await start(
-        address, max_message_bytes=max_message_bytes,
-        interceptors=telemetry.server_interceptors())
+    running = await start(config, interceptors=telemetry.server_interceptors())
     if on_ready:
-        on_ready(port)
-    stop = asyncio.Event()
+        on_ready(running.port)
+    stop, force = asyncio.Event(), asyncio.Event()
+
+    def on_signal() -> None:
+        (force if stop.is_set() else stop).set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     await stop.wait()
-    # Load balancers see NOT_SERVING first, then in-flight RPCs get `grace` seconds to finish.
-    health_servicer.enter_graceful_shutdown()
-    await server.stop(grace)
+    await drain(running, config, force)
     telemetry.shutdown()
 
 
@@ -116,33 +235,43 @@ class BackgroundServer:
 
     def __init__(self, address: str = "127.0.0.1:0", *,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 interceptors: list[Any] | None = None) -> None:
-        self._address = address
-        self._max = max_message_bytes
+                 interceptors: list[Any] | None = None, workers: int = 1,
+                 **config: Any) -> None:
+        limits = config.pop("limits", Limits(max_message_bytes=max_message_bytes))
+        self.config = ServerConfig(address=address, limits=limits, workers=workers, **config)
         self._interceptors = interceptors
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="decider-server")
-        self._server: grpc.aio.Server | None = None
+        self._running: Running | None = None
         self.port = 0
 
     @property
     def target(self) -> str:
-        host = self._address.rsplit(":", 1)[0]
+        host = self.config.address.rsplit(":", 1)[0]
         return f"{host}:{self.port}"
+
+    @property
+    def pool(self) -> WorkerPool:
+        assert self._running is not None
+        return self._running.pool
 
     def start(self) -> BackgroundServer:
         self._thread.start()
-        fut = asyncio.run_coroutine_threadsafe(
-            start(self._address, max_message_bytes=self._max, interceptors=self._interceptors),
-            self._loop)
-        self._server, self.port, _ = fut.result(timeout=30)
+        fut = asyncio.run_coroutine_threadsafe(start(self.config, self._interceptors),
+                                               self._loop)
+        self._running = fut.result(timeout=60)
+        self.port = self._running.port
         return self
 
+    def call(self, coro: Any, timeout: float = 60) -> Any:
+        """Run a coroutine on the server's loop (e.g. a drain) and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
     def stop(self, grace: float | None = None) -> None:
-        if self._server is not None:
-            asyncio.run_coroutine_threadsafe(self._server.stop(grace), self._loop).result(30)
-            self._server = None
+        if self._running is not None:
+            self.call(self._running.stop(grace))
+            self._running = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
 

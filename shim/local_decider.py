@@ -19,7 +19,9 @@ class LocalDecider:
 
     def start(self, timeout: float = 60.0) -> str:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
+            [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1", "--port", "0",
+             # A child of the shim has no load balancer to wait for when it stops.
+             "--drain-delay", "0"],
             stdout=subprocess.PIPE,
             text=True,
         )

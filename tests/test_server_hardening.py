@@ -1,0 +1,328 @@
+"""The server as a careless or hostile client finds it (issue 8): every bad input is answered
+INVALID_ARGUMENT or RESOURCE_EXHAUSTED naming the field, nothing runs unbounded, and no request
+holds up another or the health service."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from test_server import EXAMPLE
+
+from decider.limits import Limits
+from decider.server import BackgroundServer
+from decider.v1 import decider_pb2 as pb
+from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client import observe
+from support.builders import NOW
+
+BIG = 256 * 1024 * 1024
+OPTIONS = [("grpc.max_receive_message_length", BIG), ("grpc.max_send_message_length", BIG)]
+
+
+def _jobset() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+def _request(js: dict | None = None) -> pb.DecideRequest:
+    return observe.build_decide_request(js or _jobset(), [], NOW)
+
+
+def _slow_request(jobs: int = 40_000) -> pb.DecideRequest:
+    """A valid request that takes seconds: every Job of a large JobSet is built."""
+    js = _jobset()
+    js["spec"]["replicatedJobs"][1]["replicas"] = jobs
+    return _request(js)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(workers=2, max_decision_seconds=30,
+                          limits=Limits(max_message_bytes=BIG)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def channel(server: BackgroundServer) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(server.target, OPTIONS) as ch:
+        yield ch
+
+
+@pytest.fixture(scope="module")
+def stub(channel: grpc.Channel) -> pb_grpc.DeciderStub:
+    return pb_grpc.DeciderStub(channel)
+
+
+def _code(fn) -> tuple[grpc.StatusCode, str]:
+    try:
+        fn()
+    except grpc.RpcError as exc:
+        return exc.code(), exc.details()
+    return grpc.StatusCode.OK, ""
+
+
+def _huge_replicas() -> dict:
+    js = _jobset()
+    js["spec"]["replicatedJobs"][1]["replicas"] = 2**31 - 1
+    return js
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.Decide(_request(_huge_replicas()), timeout=10),
+    lambda s: s.PlanGang(pb.PlanGangRequest(object_json=json.dumps(_huge_replicas())),
+                         timeout=10),
+    lambda s: s.PodSets(pb.PodSetsRequest(object_json=json.dumps(_huge_replicas())), timeout=10),
+], ids=["Decide", "PlanGang", "PodSets"])
+def test_replicas_max_int32_is_refused_at_once(stub, call) -> None:
+    started = time.monotonic()
+    code, details = _code(lambda: call(stub))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.startswith("spec.replicatedJobs[1].replicas: must be less than or equal to "
+                              "100,000")
+    assert time.monotonic() - started < 2
+
+
+def test_validate_refuses_replicas_over_the_limit_as_a_field_error(stub) -> None:
+    resp = stub.Validate(pb.ValidateRequest(object_json=json.dumps(_huge_replicas())), timeout=10)
+    assert not resp.valid
+    assert ("spec.replicatedJobs[1].replicas", "must be less than or equal to 100,000 (the "
+            "decider's limit), is 2,147,483,647") in [(e.field, e.message) for e in resp.errors]
+
+
+@pytest.mark.parametrize("method", ["Decide", "Validate", "PlanGang", "PodSets"])
+def test_undecodable_bytes_are_invalid_argument(channel, method: str) -> None:
+    raw = channel.unary_unary(f"/decider.v1.Decider/{method}")
+    code, details = _code(lambda: raw(b"\xff\xff\xff\x0f not protobuf", timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert f"not a valid decider.v1.{method}Request" in details
+
+
+def test_invalid_utf8_in_a_string_field_is_invalid_argument(channel) -> None:
+    # Field 1 (jobset_json), wire type 2, length 2, bytes that are not UTF-8.
+    raw = channel.unary_unary("/decider.v1.Decider/Decide")
+    code, details = _code(lambda: raw(b"\x0a\x02\xc3\x28", timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not UTF-8" in details
+
+
+@pytest.mark.parametrize("seconds,nanos,field", [
+    (10**15, 0, "now.seconds"), (-10**15, 0, "now.seconds"), (0, -5, "now.nanos"),
+    (0, 10**9, "now.nanos"),
+], ids=["far-future", "far-past", "negative-nanos", "nanos-overflow"])
+def test_now_out_of_range_is_invalid_argument(stub, seconds: int, nanos: int,
+                                              field: str) -> None:
+    req = _request()
+    req.now.seconds, req.now.nanos = seconds, nanos
+    code, details = _code(lambda: stub.Decide(req, timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.startswith(f"{field}: ")
+
+
+def _with_surrogate_in_value() -> str:
+    return json.dumps(_jobset()).replace('"trainer"', '"tr\\ud800ainer"', 1)
+
+
+def _with_surrogate_in_key() -> str:
+    return json.dumps(_jobset()).replace('"replicatedJobs"', '"replicated\\udc00Jobs"', 1)
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda s: s.Decide(pb.DecideRequest(jobset_json=_with_surrogate_in_value(), now=NOW_PB),
+                        timeout=5), "metadata.name"),
+    (lambda s: s.Decide(pb.DecideRequest(jobset_json=_with_surrogate_in_key(), now=NOW_PB),
+                        timeout=5), "spec: key"),
+    (lambda s: s.Validate(pb.ValidateRequest(object_json=_with_surrogate_in_value()), timeout=5),
+     "metadata.name"),
+    (lambda s: s.Validate(pb.ValidateRequest(object_json=_with_surrogate_in_key()), timeout=5),
+     "spec: key"),
+    (lambda s: s.PlanGang(pb.PlanGangRequest(object_json=_with_surrogate_in_value()), timeout=5),
+     "metadata.name"),
+    (lambda s: s.Decide(pb.DecideRequest(
+        jobset_json=json.dumps(_jobset()), now=NOW_PB,
+        objects=[pb.ObservedObject(kind="Service", name="trainer",
+                                   object_json='{"metadata": {"x\\ud800": 1}}')]), timeout=5),
+     "objects[0].object_json.metadata"),
+], ids=["decide-value", "decide-key", "validate-value", "validate-key", "plan-gang-value",
+        "decide-object-key"])
+def test_lone_surrogates_are_invalid_argument(stub, call, field: str) -> None:
+    code, details = _code(lambda: call(stub))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not valid Unicode (a lone surrogate)" in details
+    assert details.startswith(field)
+
+
+NOW_PB = _request().now
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.Decide(pb.DecideRequest(jobset_json=_deep_jobset(), now=NOW_PB), timeout=5),
+    lambda s: s.Validate(pb.ValidateRequest(object_json=_deep_jobset()), timeout=5),
+    lambda s: s.PlanGang(pb.PlanGangRequest(object_json=_deep_jobset()), timeout=5),
+], ids=["Decide", "Validate", "PlanGang"])
+def test_deep_nesting_names_the_field(stub, call) -> None:
+    code, details = _code(lambda: call(stub))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.startswith("spec.replicatedJobs[0].template.spec.template.spec.a.a.a")
+    assert details.endswith("is nested more than 100 levels deep")
+
+
+def _deep_jobset(levels: int = 500) -> str:
+    js = _jobset()
+    node = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    for _ in range(levels):
+        node["a"] = {}
+        node = node["a"]
+    return json.dumps(js)
+
+
+def test_a_plan_over_the_message_limit_is_refused_up_front() -> None:
+    with BackgroundServer(workers=1, limits=Limits(max_message_bytes=4 * 1024 * 1024)) as srv, \
+            grpc.insecure_channel(srv.target) as ch:
+        req = _slow_request(60_000)
+        started = time.monotonic()
+        code, details = _code(lambda: pb_grpc.DeciderStub(ch).Decide(req, timeout=30))
+        took = time.monotonic() - started
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details.startswith("spec.replicatedJobs[1]: creating 60,000 Job(s)")
+    assert "over the limit of 4,194,304 bytes per answer" in details
+    # Refused before the manifests were built: building them takes seconds.
+    assert took < 1.0
+
+
+def test_a_request_over_max_decision_seconds_is_stopped_and_named() -> None:
+    with BackgroundServer(workers=1, max_decision_seconds=0.3,
+                          limits=Limits(max_message_bytes=BIG)) as srv, \
+            grpc.insecure_channel(srv.target, OPTIONS) as ch:
+        stub = pb_grpc.DeciderStub(ch)
+        started = time.monotonic()
+        code, details = _code(lambda: stub.Decide(_slow_request(), timeout=30))
+        took = time.monotonic() - started
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "--max-decision-seconds=0.3" in details
+        assert took < 2.0
+        # The worker was replaced and the server goes on answering.
+        assert stub.Decide(_request(), timeout=10).actions
+        assert srv.pool.replaced == 1
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    """The process has exited (and been reaped, or is a zombie waiting to be)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_passed_client_deadline_stops_the_work() -> None:
+    with BackgroundServer(workers=1, max_decision_seconds=30,
+                          limits=Limits(max_message_bytes=BIG)) as srv, \
+            grpc.insecure_channel(srv.target, OPTIONS) as ch:
+        stub = pb_grpc.DeciderStub(ch)
+        (before,) = srv.pool.worker_pids
+        code, _ = _code(lambda: stub.Decide(_slow_request(), timeout=0.3))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        # The worker that was deciding is gone, not computing for nobody.
+        assert _gone(before)
+        assert stub.Decide(_request(), timeout=10).actions
+
+
+def test_health_and_small_requests_answer_while_a_worst_case_request_runs(server, channel,
+                                                                          stub) -> None:
+    """The concurrency test: 100 small Decides and health answer promptly meanwhile."""
+    big = _slow_request()
+    big_done = threading.Event()
+    big_result: list[object] = []
+
+    def run_big() -> None:
+        big_result.append(_code(lambda: stub.Decide(big, timeout=60)))
+        big_done.set()
+
+    thread = threading.Thread(target=run_big)
+    thread.start()
+    # Wait until a worker is busy with it.
+    deadline = time.monotonic() + 10
+    while server.pool.busy == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    health = health_pb2_grpc.HealthStub(channel)
+    health_latencies, small_latencies = [], []
+    small = _request()
+    for i in range(100):
+        t = time.monotonic()
+        assert stub.Decide(small, timeout=5).actions
+        small_latencies.append(time.monotonic() - t)
+        if i % 10 == 0:
+            t = time.monotonic()
+            resp = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+            health_latencies.append(time.monotonic() - t)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+    assert not big_done.is_set(), "the worst-case request should still be running"
+    thread.join(60)
+    assert big_result[0][0] == grpc.StatusCode.OK
+    assert max(health_latencies) < 0.1
+    assert sorted(small_latencies)[98] < 0.5
+
+
+def test_a_worker_that_dies_mid_decision_is_answered_and_replaced(server, stub) -> None:
+    before = server.pool.worker_pids
+    result: list[tuple[grpc.StatusCode, str]] = []
+    thread = threading.Thread(target=lambda: result.append(
+        _code(lambda: stub.Decide(_slow_request(), timeout=60))))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.pool.busy_pids and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (victim,) = server.pool.busy_pids
+    os.kill(victim, signal.SIGKILL)
+    thread.join(30)
+    code, details = result[0]
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "was killed by SIGKILL" in details
+    deadline = time.monotonic() + 10
+    while len(server.pool.worker_pids) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.pool.worker_pids) == 2 and victim not in server.pool.worker_pids
+    assert server.pool.worker_pids != before
+    assert stub.Decide(_request(), timeout=10).actions
+
+
+def test_too_many_waiting_requests_are_resource_exhausted() -> None:
+    with BackgroundServer(workers=1, max_pending=1, max_decision_seconds=30,
+                          limits=Limits(max_message_bytes=BIG)) as srv, \
+            grpc.insecure_channel(srv.target, OPTIONS) as ch:
+        stub = pb_grpc.DeciderStub(ch)
+        futures = [stub.Decide.future(_slow_request(20_000), timeout=60) for _ in range(3)]
+        codes = []
+        for f in futures:
+            try:
+                f.result()
+                codes.append(grpc.StatusCode.OK)
+            except grpc.RpcError as exc:
+                codes.append(exc.code())
+                assert "already waiting for a decision worker" in exc.details()
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 1
+        assert codes.count(grpc.StatusCode.OK) == 2
+
+
+def test_reflection_can_be_turned_off() -> None:
+    with BackgroundServer(reflection=False) as srv, grpc.insecure_channel(srv.target) as ch:
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        code, _ = _code(lambda: list(stub.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)))
+        assert code == grpc.StatusCode.UNIMPLEMENTED
+        # Everything else is still served.
+        assert pb_grpc.DeciderStub(ch).Decide(_request(), timeout=10).actions
