@@ -16,14 +16,16 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from properties.strategies import to_request
 from test_server import EXAMPLE
 
+from decider.core.model import Observed
 from decider.limits import Limits
 from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
-from support.builders import NOW
+from support.builders import NOW, job, jobset, rjob
 
 BIG = 256 * 1024 * 1024
 OPTIONS = [("grpc.max_receive_message_length", BIG), ("grpc.max_send_message_length", BIG)]
@@ -326,3 +328,25 @@ def test_reflection_can_be_turned_off() -> None:
         assert code == grpc.StatusCode.UNIMPLEMENTED
         # Everything else is still served.
         assert pb_grpc.DeciderStub(ch).Decide(_request(), timeout=10).actions
+
+
+@pytest.mark.parametrize("pattern,message", [
+    ("(a+)+$", "a" * 40 + "!"),
+    ("(.*)*X", "Job has reached the specified backoff limit"),
+    ("(x+x+)+y", "x" * 40),
+    ("((a|aa)+)+b", "a" * 40),
+], ids=["nested-plus", "nested-star", "overlapping-plus", "alternation"])
+def test_pathological_patterns_are_matched_in_linear_time(stub, pattern: str,
+                                                          message: str) -> None:
+    """A backtracking engine takes minutes to days on these; RE2, as Go's regexp, is linear."""
+    js = jobset(rjob("workers", 2), failurePolicy={"maxRestarts": 3, "rules": [
+        {"name": "slow", "action": "FailJobSet", "onJobFailureMessagePatterns": [pattern]}]})
+    jobs = [job("workers", 0, state="failed", reason="PodFailurePolicy", message=message),
+            job("workers", 1)]
+    req = to_request(Observed(jobset=js, now=NOW, jobs=jobs))
+    started = time.monotonic()
+    resp = stub.Decide(req, timeout=5)
+    assert time.monotonic() - started < 2
+    # None of them matches its message: the JobSet restarts rather than failing.
+    assert resp.status.terminal_state == ""
+    assert resp.status.restarts == 1
