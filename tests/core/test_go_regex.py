@@ -20,7 +20,8 @@ import pytest
 
 from decider.core import constants as c
 from decider.core.admission import validate_create
-from decider.core.go_regex import GO_MAX_HEIGHT, compile_go_regex, pattern_error
+from decider.core.go_regex import compile_go_regex, pattern_error
+from decider.core.go_regex_shape import GO_MAX_HEIGHT
 from support.builders import condition, job, jobset, kinds, rjob, run, service
 
 ROOT = Path(__file__).resolve().parents[2]
