@@ -12,6 +12,8 @@ errs high, so a pattern within the bounds is within Go's limits:
   four levels per round, and as many rounds as the longest branch has elements (or the branches
   less one);
 - sizes are taken before factoring, which only shrinks them.
+Go's third limit, 32 million runes across classes and literals (26,000 `\\pL`), is not checked:
+RE2's program limit (go_regex's max_mem) refuses patterns far smaller than that.
 """
 
 from __future__ import annotations

@@ -119,6 +119,10 @@ MATCH_ROWS = [
     pytest.param("x{,3}", "xx", False, id="repeat/open-lower-bound-not-a-repeat"),
     pytest.param("a{01}", "a{01}", True, id="repeat/leading-zero-is-literal"),
     pytest.param("^(?:ab){2,}$", "ababab", True, id="repeat/at-least"),
+    # Go's limits: a parse tree at most 1000 deep; width alone is no depth.
+    pytest.param("(" * 999 + ")" * 999, "x", True, id="limit/999-nested-captures"),
+    pytest.param("(?:" * 999 + ")*" * 999, "x", True, id="limit/999-nested-stars"),
+    pytest.param("(" + "|" * 5000 + ")", "x", True, id="limit/wide-alternation-is-shallow"),
     pytest.param("exit code 4[0-9]", "container exit code 42", True, id="search/unanchored"),
     pytest.param(f"{BACKOFF}$", BACKOFF, True, id="search/job-controller-message"),
 ]
@@ -162,6 +166,7 @@ REFUSED_ROWS = [
     pytest.param("oom\udc80", "invalid UTF-8", id="utf8/lone-surrogate"),
     pytest.param("(" * (GO_MAX_HEIGHT + 1) + ")" * (GO_MAX_HEIGHT + 1), "nests too deeply",
                  id="limit/nesting-depth"),
+    pytest.param("(?:" * 1000 + ")*" * 1000, "nests too deeply", id="limit/nested-stars"),
     pytest.param("(?:){1000}" * 3400, "expression too large", id="limit/program-size"),
     pytest.param(r"(?:\pL\pN\pL){1000}", "RE2's program limit", id="limit/re2-max-mem"),
 ]
