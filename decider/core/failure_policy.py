@@ -56,7 +56,8 @@ def first_failed(jobs: list[ObservedJob],
 def rule_applies(rule: FailureRule, job: ObservedJob, cond: JobCondition) -> bool:
     if rule.reasons and cond.reason not in rule.reasons:
         return False
-    if rule.patterns and not any(p is not None and p.search(cond.message or "")
+    # Go's regexp.MatchString: a match anywhere in the message.
+    if rule.patterns and not any(p is not None and p.matches(cond.message or "")
                                  for p in rule.patterns):
         return False
     rjob = job.labels.get(c.REPLICATED_JOB_NAME, "")

@@ -8,14 +8,13 @@ the webhook reads the same. Anything of the wrong shape raises InvalidInput nami
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from decider.core import access as acc
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
-from decider.core.go_regex import compile_go_regex
+from decider.core.go_regex import GoRegexp, compile_go_regex
 
 
 def _enum(value: Any, path: str, allowed: tuple[str, ...], default: str) -> str:
@@ -49,7 +48,7 @@ class FailureRule:
     name: str
     action: str
     reasons: list[str]
-    patterns: list[re.Pattern[str] | None]  # None: a pattern that does not compile never matches
+    patterns: list[GoRegexp | None]  # None: a pattern Go does not compile never matches
     targets: list[str]
 
 
@@ -111,10 +110,9 @@ def is_independent(annotations: dict[str, str]) -> bool:
             or annotations.get(c.SKIP_SUSPEND_RECONCILIATION) == "true")
 
 
-def _compile(pattern: str) -> re.Pattern[str] | None:
-    # Upstream matches with Go's RE2: \d, \w, \s and \b are ASCII there, and a pattern RE2
-    # would not compile (or would read differently) never matches. Plain re.compile made \d
-    # match non-ASCII digits and let Python-only syntax (lookaround, backreferences) match.
+def _compile(pattern: str) -> GoRegexp | None:
+    # Upstream compiles with Go's regexp when a Job fails and a pattern that does not compile
+    # never matches; admission refuses those, and a JobSet that skipped it reads them as None.
     return compile_go_regex(pattern)
 
 

@@ -753,7 +753,7 @@ ERROR_ROWS = [
         None,
         None,
         "spec.failurePolicy.rules[0].onJobFailureMessagePatterns[0]",
-        "invalid regular expression '(unclosed': missing ), unterminated subpattern",
+        "invalid regular expression '(unclosed': missing closing ): `(unclosed`",
         id="deliberate/message-pattern-invalid",
     ),
     pytest.param(
@@ -761,7 +761,7 @@ ERROR_ROWS = [
         None,
         None,
         "spec.failurePolicy.rules[0].onJobFailureMessagePatterns[0]",
-        "backreference \\1 is not supported by Go's RE2",
+        "backreference \\1 is not supported by Go's regexp",
         id="deliberate/message-pattern-backreference",
     ),
     pytest.param(
@@ -769,7 +769,7 @@ ERROR_ROWS = [
         None,
         None,
         "spec.failurePolicy.rules[0].onJobFailureMessagePatterns[0]",
-        "lookahead (?=...) is not supported by Go's RE2",
+        "lookahead (?=...) is not supported by Go's regexp",
         id="deliberate/message-pattern-lookahead",
     ),
     pytest.param(

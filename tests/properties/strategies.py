@@ -42,8 +42,11 @@ JS_NAME = "js"
 RJOB_NAMES = ("a", "b", "w")
 TIMES = ("2026-01-01T10:00:00Z", "2026-01-01T11:00:00Z", "2026-01-01T11:00:00+02:00",
          "2026-01-01T11:59:59Z", "2026-01-01T12:00:00Z", "", "not-a-time", "2026-01-01T13:00:00")
-MESSAGES = ("", "exit 3", "exit \u0663", "OOMKilled\n", "Pod was evicted", "oom")
-PATTERNS = ("", "oom", r"exit \d+$", "(?=x)", "[", "(?i)OOM", "evicted$", r"(a)\1")
+MESSAGES = ("", "exit 3", "exit \u0663", "OOMKilled\n", "Pod was evicted", "oom", "k\u00e9a",
+            "grid]")
+# Go's syntax (POSIX and Unicode classes, \Q..\E, \B) and patterns Go refuses, which never match.
+PATTERNS = ("", "oom", r"exit \d+$", "(?=x)", "[", "(?i)OOM", "evicted$", r"(a)\1",
+            r"[[:digit:]]+", r"\pL+$", r"\Q(x)\E", r"\B", r"\C", "(a+)+$")
 REASONS = (*c.JOB_FAILURE_REASONS, "", "SomethingElse")
 GATES = (c.GATE_RESTART_JOB, c.GATE_IN_PLACE_RESTART, c.GATE_ELASTIC_JOBSET)
 
