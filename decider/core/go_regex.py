@@ -30,7 +30,7 @@ Go refuses these, RE2 would accept them (so refusing keeps "valid exactly as Go"
   (Go's factoring of common prefixes out of alternatives is allowed for, not modelled), so a
   pattern admitted fits Go's limits; one near them may be refused though Go would take it.
 Go accepts these, RE2 refuses them or cannot match them as Go does (deliberate differences):
-- Patterns over RE2's program limit (max_mem above).
+- Patterns over RE2's program limit (max_mem above), or longer than MAX_PATTERN_BYTES.
 - Go 1.25+'s loose Unicode class names (`\\p{greek}`, `\\p{Letter}`, `\\p{ASCII}`,
   `\\p{Assigned}`, `\\p{Cn}`, `\\p{LC}`): RE2 knows only the exact names.
 - A lone surrogate in a pattern: not UTF-8 (Go's JSON decoding would have made it U+FFFD).
@@ -57,6 +57,10 @@ import re2
 from decider.core.go_regex_shape import go_shape
 
 RE2_MAX_MEM = 24 << 20
+# Compiling is linear in the pattern but not cheap: a Unicode class such as \pL costs RE2 about
+# half a millisecond, so a long pattern of them costs seconds before it is known whether it fits.
+# Real failure-message patterns are a few dozen characters; longer ones are refused.
+MAX_PATTERN_BYTES = 8192
 
 _NOT_GO = "is not supported by Go's regexp, which the JobSet controller uses"
 # RE2's error codes in Go's wording, so a message reads like Go's own "error parsing regexp".
@@ -160,9 +164,12 @@ def _shown(pattern: str, limit: int = 200) -> str:
 def _refusal(pattern: str) -> tuple[str | None, bool]:
     """Why the pattern is refused (None: accepted), and whether it ends inside an open \\Q."""
     try:
-        pattern.encode()
+        size = len(pattern.encode())
     except UnicodeEncodeError as err:
         return f"invalid UTF-8: lone surrogate at offset {err.start}", False
+    if size > MAX_PATTERN_BYTES:
+        return (f"longer than {MAX_PATTERN_BYTES} bytes ({size}), the decider's limit on a "
+                "failure-message pattern"), False
     try:
         re2.compile(pattern, _PARSE_OPTIONS)
     except re2.error as err:

@@ -21,7 +21,7 @@ import pytest
 from decider.core import constants as c
 from decider.core.admission import validate_create
 from decider.core.go_regex import compile_go_regex, pattern_error
-from decider.core.go_regex_shape import GO_MAX_HEIGHT
+from decider.core.go_regex_shape import GO_MAX_HEIGHT, go_shape
 from support.builders import condition, job, jobset, kinds, rjob, run, service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,7 +167,8 @@ REFUSED_ROWS = [
     pytest.param("(" * (GO_MAX_HEIGHT + 1) + ")" * (GO_MAX_HEIGHT + 1), "nests too deeply",
                  id="limit/nesting-depth"),
     pytest.param("(?:" * 1000 + ")*" * 1000, "nests too deeply", id="limit/nested-stars"),
-    pytest.param("(?:){1000}" * 3400, "expression too large", id="limit/program-size"),
+    pytest.param("a" * 8193, "longer than 8192 bytes (8193), the decider's limit",
+                 id="limit/pattern-bytes"),
     pytest.param(r"(?:\pL\pN\pL){1000}", "RE2's program limit", id="limit/re2-max-mem"),
 ]
 
@@ -185,6 +186,13 @@ def test_pattern_refused_naming_the_construct(pattern: str, fragment: str) -> No
     assert message is not None and fragment in message, message
     # Upstream treats a pattern Go does not compile as never matching.
     assert compile_go_regex(pattern) is None
+
+
+def test_go_size_limit_is_bounded_beyond_the_length_limit() -> None:
+    # Unreachable through pattern_error (8 KiB of pattern cannot reach Go's 128 MiB program),
+    # but the shape check stands on its own should the length limit ever grow.
+    why, _ = go_shape("(?:){1000}" * 3400)
+    assert why is not None and "expression too large" in why
 
 
 def test_refusal_message_quotes_a_long_pattern_briefly() -> None:

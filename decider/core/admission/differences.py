@@ -11,8 +11,9 @@ DELIBERATE_DIFFERENCES: list[tuple[str, str]] = [
     ),
     (
         "Patterns Go accepts but RE2 cannot match as Go does are rejected: patterns over RE2's "
-        "24 MiB program limit, Go 1.25's loose Unicode class names (\\p{greek}, \\p{Letter}), "
-        "patterns at Go's depth or size limit (checked against an upper bound), lone surrogates.",
+        "24 MiB program limit or longer than 8 KiB, Go 1.25's loose Unicode class names "
+        "(\\p{greek}, \\p{Letter}), patterns at Go's depth or size limit (checked against an "
+        "upper bound), lone surrogates.",
         "The decider compiles and matches patterns with Google's RE2 (linear time), configured "
         "as Go's regexp.MatchString; these are where RE2 C++ and Go's regexp still differ, so "
         "every admitted pattern matches in the decider as in upstream's controller.",
