@@ -307,7 +307,10 @@ def test_job_simulator_reports_batch_v1_conditions(kube):
     with JobSimulator(fake.store) as sim:
         b.create_namespaced_job(NS, _job(parallelism=2))
         deadline = time.monotonic() + 3
-        while (b.read_namespaced_job_status("j", NS).status.ready or 0) < 2:
+        # Until the simulator's first sync the Job has no status at all.
+        while (
+            (b.read_namespaced_job_status("j", NS).status or client.V1JobStatus()).ready or 0
+        ) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         sim.fail(NS, "j", reason="PodFailurePolicy", message="exit code 42")
