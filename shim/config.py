@@ -81,6 +81,11 @@ class Config:
     retry_period: float = 2.0
     backoff_base: float = 0.005
     backoff_max: float = 300.0
+    # A plan the guard refused, or a decision the decider refused (INVALID_ARGUMENT, ...): the
+    # same input would get the same answer, so the retry waits minutes, not milliseconds. A
+    # change to the JobSet or its objects still runs a pass at once.
+    refusal_backoff_base: float = 30.0
+    refusal_backoff_max: float = 600.0
     watch_timeout: tuple[int, int] = (300, 600)
     cache_sync_timeout: float = 120.0
     api_qps_pool: int = 32

@@ -12,7 +12,6 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
@@ -198,10 +197,3 @@ class Informer:
             self.handler(etype, obj, old)
         except Exception:  # noqa: BLE001 - one bad handler call must not kill the reflector
             log.exception("%s: event handler failed", self.resource.plural)
-
-
-def controller_ref(obj: Obj) -> dict[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") is True:
-            return ref
-    return None

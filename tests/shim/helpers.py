@@ -188,6 +188,9 @@ class ShimFactory:
         self.cluster = cluster
         self.decider_target = decider_target
         self.running: list[Shim] = []
+        # Every test runs the plan guard on real plans: unless a test feeds hostile ones, a
+        # refusal is a guard that would stop a real JobSet, and fails the test.
+        self.refusals_expected = False
 
     def build(
         self, decider_target: str | None = None, decider: Any = None, **overrides: Any
@@ -218,10 +221,13 @@ class ShimFactory:
         return shim
 
     def stop_all(self) -> None:
+        refused = 0
         for shim in self.running:
             shim.shutdown()
             shim.decider.close()
+            refused += shim.stats.refused_plans
         self.running.clear()
+        assert self.refusals_expected or refused == 0, f"{refused} real plan(s) refused"
 
 
 @pytest.fixture
