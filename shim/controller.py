@@ -74,7 +74,7 @@ class Shim:
         self.elector: LeaderElector | None = None
         if config.leader_elect:
             self.elector = LeaderElector(
-                kube,
+                kube.for_leader_election(),
                 config.leader_elect_namespace,
                 config.leader_elect_name,
                 config.identity,

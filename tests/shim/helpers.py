@@ -18,7 +18,7 @@ from decider_client import DeciderClient
 from fakekube import FakeKube, JobSimulator
 from shim.config import Config
 from shim.controller import Shim
-from shim.kube import Kube
+from shim.main import build_kube
 
 CONTROLLER = "jobset-decider.io/shim"
 NS = "default"
@@ -178,6 +178,10 @@ def make_config(**overrides: Any) -> Config:
         "cache_sync_timeout": 10.0,
         "decider_timeout": 2.0,
         "workers": 2,
+        # The limiter is on in every test, high enough not to slow them; tests of the limit
+        # set their own.
+        "kube_api_qps": 500.0,
+        "kube_api_burst": 100,
     }
     base.update(overrides)
     return Config(**base)
@@ -210,7 +214,7 @@ class ShimFactory:
                 timeout=cfg.decider_timeout,
                 options=[("grpc.so_reuseport", 0)],
             )
-        return Shim(cfg, Kube(api), decider)
+        return Shim(cfg, build_kube(cfg, api), decider)
 
     def start(
         self, decider_target: str | None = None, decider: Any = None, **overrides: Any
