@@ -323,5 +323,6 @@ class _Context:
             raise Broken("jobset", f"names UID {q(a.uid)}, not the JobSet's {q(self.uid)}")
         if a.type == pb.ACTION_TYPE_DELETE_JOB_SET and a.propagation_policy not in _PROPAGATION:
             raise Broken("fields", f"propagation policy {q(a.propagation_policy)} is unknown")
-        if a.type == pb.ACTION_TYPE_EVENT and a.event.type not in ("Normal", "Warning"):
+        # An empty type is recorded as Normal, as the applier always did.
+        if a.type == pb.ACTION_TYPE_EVENT and a.event.type not in ("", "Normal", "Warning"):
             raise Broken("event", f"event type {q(a.event.type)} is not Normal or Warning")
