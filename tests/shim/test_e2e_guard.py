@@ -262,3 +262,15 @@ def test_a_job_in_another_namespace_owned_by_uid_changes_nothing(cluster, shims)
     assert all(j["metadata"]["ownerReferences"][0]["uid"] == uid for j in cluster.live_jobs())
     assert cluster.kube.writes("/namespaces/default/jobs", "DELETE") == []
     assert cluster.kube.writes("/namespaces/attacker/") == []
+
+
+def test_an_owned_objects_event_wakes_no_jobset_of_another_namespace(cluster, shims):
+    shim = shims.build()
+    victim = cluster.create_jobset(jobset("victim"))
+    forged = _job("victim-workers-0", "attacker", _owner(victim["metadata"]))
+    shim._on_owned("ADDED", forged, None)
+    assert shim.queue.get(0.1) == ("attacker", "victim")  # its own namespace, if anyone's
+    assert shim.queue.get(0.05) is None
+    assert shim.owned(victim) == []
+    shim._on_owned("DELETED", forged, forged)
+    shim.applier.close()
