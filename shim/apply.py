@@ -176,7 +176,7 @@ class Applier:
         meta = jobset["metadata"]
         # Always the JobSet's namespace: the plan guard (shim/guard.py) refuses a plan naming
         # another, and should it ever be bypassed, nothing here reaches outside the namespace.
-        namespace = ns = meta["namespace"]
+        namespace = meta["namespace"]
         kind = ACTION_NAMES.get(action.type, "Unspecified")
         if action.type in _CREATES:
             obj = json.loads(action.object_json)
@@ -184,12 +184,12 @@ class Applier:
                 obj.get("apiVersion") or action.api_version, obj.get("kind") or action.kind
             )
             try:
-                self.kube.create(res, ns, obj)
+                self.kube.create(res, namespace, obj)
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409 and status_reason(exc) == "AlreadyExists":
-                    self._already_exists(jobset, res, ns, obj)
-                    log.debug("%s %s/%s already exists", kind, ns, action.name)
+                    self._already_exists(jobset, res, namespace, obj)
+                    log.debug("%s %s/%s already exists", kind, namespace, action.name)
                     r.count(r.skipped, action)
                     return
                 raise
