@@ -196,7 +196,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
         if missing:
             builder = ReplicatedJobBuilder(js, rjob, st.status, restart_job_gate)
             if st.options.max_plan_bytes:
-                st.reserve(len(missing) * builder.manifest_floor_bytes(),
+                st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",
                            f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
             for i in missing:
