@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from opentelemetry import propagate, trace
+from opentelemetry import propagate
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -54,8 +54,24 @@ class Call:
 
     method: str
     started: float
-    span: trace.Span | None
-    peer: tuple[str, int | None]
+    started_ns: int
+    context: Any
+
+
+class _Tally:
+    """Counts by attribute set, read by observable counters at export time: an increment here
+    costs a dictionary update, where a synchronous SDK counter costs microseconds per call."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.counts: dict[tuple[str, ...], int] = {}
+
+    def add(self, amount: int, *values: str) -> None:
+        self.counts[values] = self.counts.get(values, 0) + amount
+
+    def observe(self, options: CallbackOptions) -> list[Observation]:
+        return [Observation(n, dict(zip(self.keys, values, strict=True)))
+                for values, n in list(self.counts.items())]
 
 
 class RpcTelemetry:
@@ -67,24 +83,28 @@ class RpcTelemetry:
             WANT_RECORD if decision_log is not None else 0)
         if decision_log is not None:
             self.want |= WANT_FACTS  # the log line names the JobSet and the decision id
+        self.decisions = _Tally(("rpc.method", "outcome"))
+        self.actions = _Tally(("action.type",))
+        self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
+        self.finished = _Tally(("terminal_state",))
+        self.dropped = _Tally(())
         meter = telemetry.meter
-        self.decisions = meter.create_counter(
-            "decider.decisions", unit="{decision}",
-            description="Decider RPCs answered, by method and outcome (ok, invalid, error)")
+        for name, tally, unit, description in (
+            ("decider.decisions", self.decisions, "{decision}",
+             "Decider RPCs answered, by method and outcome (ok, invalid, error)"),
+            ("decider.actions", self.actions, "{action}", "Actions planned, by type"),
+            ("decider.restarts", self.restarts, "{restart}",
+             "JobSet restarts decided, by failure-policy action and rule"),
+            ("decider.jobsets.finished", self.finished, "{jobset}",
+             "JobSets decided to have finished, by terminal state"),
+            ("decider.decision_log.dropped", self.dropped, "{record}",
+             "Decision-log lines dropped because the writer fell behind"),
+        ):
+            meter.create_observable_counter(name, [tally.observe], unit=unit,
+                                            description=description)
         self.duration = meter.create_histogram(
             "decider.decision.duration", unit="s",
             description="Time to answer a Decider RPC, waiting for a worker included")
-        self.actions = meter.create_counter(
-            "decider.actions", unit="{action}", description="Actions planned, by type")
-        self.restarts = meter.create_counter(
-            "decider.restarts", unit="{restart}",
-            description="JobSet restarts decided, by failure-policy action and rule")
-        self.finished = meter.create_counter(
-            "decider.jobsets.finished", unit="{jobset}",
-            description="JobSets decided to have finished, by terminal state")
-        self.dropped = meter.create_counter(
-            "decider.decision_log.dropped", unit="{record}",
-            description="Decision-log lines dropped because the writer fell behind")
         if decision_log is not None:
             decision_log._on_drop = lambda: self.dropped.add(1)
 
@@ -106,39 +126,22 @@ class RpcTelemetry:
             description="Workers killed (deadline, caller gone) or lost, and replaced")
 
     def start(self, method: str, context: Any) -> Call:
-        span = None
-        peer = _peer(context)
-        if self.telemetry.tracing:
-            carrier = {k: v for k, v in context.invocation_metadata() or ()
-                       if isinstance(v, str)}
-            attributes: dict[str, Any] = {"rpc.system": "grpc", "rpc.service": SERVICE,
-                                          "rpc.method": method,
-                                          "network.peer.address": peer[0]}
-            if peer[1] is not None:
-                attributes["network.peer.port"] = peer[1]
-            span = self.telemetry.tracer.start_span(
-                f"{SERVICE}/{method}", context=propagate.extract(carrier), kind=SpanKind.SERVER,
-                attributes=attributes)
-        return Call(method, time.monotonic(), span, peer)
+        return Call(method, time.monotonic(), time.time_ns(), context)
 
     def finish(self, call: Call, code: int, message: str, reply: Reply | None,
                payload: bytes) -> None:
         elapsed = time.monotonic() - call.started
         facts: dict[str, Any] = json.loads(reply.facts) if reply and reply.facts else {}
-        attributes = {"rpc.method": call.method, "outcome": outcome(code)}
-        self.decisions.add(1, attributes)
-        self.duration.record(elapsed, attributes)
+        result = outcome(code)
+        self.decisions.add(1, call.method, result)
+        if self.telemetry.metering:
+            self.duration.record(elapsed, {"rpc.method": call.method, "outcome": result})
         self._decision_metrics(facts)
-        if call.span is not None:
-            call.span.set_attribute("rpc.grpc.status_code", code)
-            call.span.set_attributes({k: v for k, v in facts.items()
-                                      if isinstance(v, str | int | bool)})
-            if code != OK:
-                call.span.set_status(Status(StatusCode.ERROR,
-                                            f"{STATUS_NAMES.get(code, code)}: {message}"))
-            call.span.end()
+        trace_id = ""
+        if self.telemetry.tracing:
+            trace_id = self._span(call, code, message, facts)
         if code != OK:
-            log.info("%s from %s: %s: %s", call.method, call.peer[0],
+            log.info("%s from %s: %s: %s", call.method, _peer(call.context)[0],
                      STATUS_NAMES.get(code, str(code)), message)
         elif log.isEnabledFor(logging.DEBUG):
             log.debug("%s %s/%s decision %s: %d actions in %.1f ms", call.method,
@@ -146,27 +149,46 @@ class RpcTelemetry:
                       facts.get(f.DECISION_ID, ""), facts.get(f.ACTIONS_TOTAL, 0),
                       elapsed * 1000)
         if self.decision_log is not None:
-            self._log_line(call, code, facts, reply, payload, elapsed)
+            self._log_line(call, code, facts, reply, payload, elapsed, trace_id)
+
+    def _span(self, call: Call, code: int, message: str, facts: dict[str, Any]) -> str:
+        """The RPC's span, made once its outcome is known: one set of attributes instead of
+        several updates of a live span. Returns the trace id."""
+        carrier = {k: v for k, v in call.context.invocation_metadata() or ()
+                   if isinstance(v, str)}
+        host, port = _peer(call.context)
+        attributes: dict[str, Any] = {"rpc.system": "grpc", "rpc.service": SERVICE,
+                                      "rpc.method": call.method, "rpc.grpc.status_code": code,
+                                      "network.peer.address": host}
+        if port is not None:
+            attributes["network.peer.port"] = port
+        # Empty facts say nothing (no terminal state, no rule): left out, they cost nothing.
+        attributes.update((k, v) for k, v in facts.items()
+                          if v != "" and isinstance(v, str | int | bool))
+        span = self.telemetry.tracer.start_span(
+            f"{SERVICE}/{call.method}", context=propagate.extract(carrier), kind=SpanKind.SERVER,
+            attributes=attributes, start_time=call.started_ns)
+        if code != OK:
+            span.set_status(Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}"))
+        span.end()
+        return format(span.get_span_context().trace_id, "032x")
 
     def _decision_metrics(self, facts: dict[str, Any]) -> None:
         if not facts:
             return
         for key, count in facts.items():
             if key.startswith(f.ACTION_COUNT) and key != f.ACTIONS_TOTAL:
-                self.actions.add(count, {"action.type": key[len(f.ACTION_COUNT):]})
+                self.actions.add(count, key[len(f.ACTION_COUNT):])
         added = facts.get(f.RESTARTS_AFTER, 0) - facts.get(f.RESTARTS_BEFORE, 0)
         if added > 0:
-            self.restarts.add(added, {"failure_policy.action": facts.get(f.FAILURE_ACTION, ""),
-                                      "failure_policy.rule": facts.get(f.FAILURE_RULE, "")})
+            self.restarts.add(added, facts.get(f.FAILURE_ACTION, ""),
+                              facts.get(f.FAILURE_RULE, ""))
         if facts.get(f.TERMINAL_STATE) and not facts.get(f.TERMINAL_BEFORE):
-            self.finished.add(1, {"terminal_state": facts[f.TERMINAL_STATE]})
+            self.finished.add(1, facts[f.TERMINAL_STATE])
 
     def _log_line(self, call: Call, code: int, facts: dict[str, Any], reply: Reply | None,
-                  payload: bytes, elapsed: float) -> None:
+                  payload: bytes, elapsed: float, trace_id: str) -> None:
         assert self.decision_log is not None
-        trace_id = ""
-        if call.span is not None:
-            trace_id = format(call.span.get_span_context().trace_id, "032x")
         envelope = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "decision_id": facts.get(f.DECISION_ID, ""),

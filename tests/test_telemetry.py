@@ -107,7 +107,8 @@ def test_a_restart_span_names_the_rule_and_the_restart_counters(observed) -> Non
     assert attrs["decider.failure_policy.action"] == "RestartJobSet"
     assert (attrs["jobset.restarts.before"], attrs["jobset.restarts.after"]) == (0, 1)
     assert attrs["jobset.restarts_count_towards_max.after"] == 1
-    assert attrs["jobset.terminal_state"] == ""
+    # Not finished: no terminal state, and an empty one is not recorded.
+    assert "jobset.terminal_state" not in attrs
 
 
 def test_invalid_argument_sets_the_span_status_with_the_field_error(observed) -> None:
@@ -124,6 +125,14 @@ def test_invalid_argument_sets_the_span_status_with_the_field_error(observed) ->
     assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.INVALID_ARGUMENT.value[0]
     # The field error, not "AbortError: Locally aborted." exception events.
     assert not span.events
+
+
+def test_a_failed_jobset_span_has_its_terminal_state(observed) -> None:
+    stub, spans, _ = observed
+    resp = stub.Decide(_failing("FailJobSet"), timeout=10)
+    attrs = _span(spans, resp.decision_id).attributes
+    assert attrs["jobset.terminal_state"] == "Failed"
+    assert attrs["decider.failure_policy.action"] == "FailJobSet"
 
 
 def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(observed) -> None:
