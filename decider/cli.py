@@ -218,7 +218,8 @@ def server_config(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from decider import server, telemetry
+    from decider import server
+    from decider_client import telemetry
 
     config = server_config(args)
     if not 0 <= args.metrics_port <= 65535:

@@ -25,8 +25,8 @@ from decider import facts as f
 from decider.decision_log import DecisionLog, record_line
 from decider.dispatch import INVALID_ARGUMENT, OK, STATUS_NAMES, WANT_FACTS, WANT_RECORD, Reply
 from decider.pool import WorkerPool
-from decider.telemetry import Telemetry
 from decider.version import VERSION
+from decider_client.telemetry import Telemetry
 
 log = logging.getLogger("decider.rpc")
 

@@ -24,13 +24,13 @@ from grpc_health.v1 import _async as health_async
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from decider import telemetry as otel
 from decider.decision_log import DecisionLog
 from decider.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
 from decider.limits import Limits
 from decider.pool import Busy, Overrun, WorkerLost, WorkerPool
 from decider.rpc_telemetry import RpcTelemetry
 from decider.v1 import decider_pb2 as pb
+from decider_client import telemetry as otel
 
 log = logging.getLogger("decider.server")
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import metadata
+from decider_client.version import VERSION
 
-try:
-    VERSION = metadata.version("jobset-decider")
-except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-    VERSION = "0+unknown"
+__all__ = ["VERSION"]

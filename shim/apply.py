@@ -19,6 +19,7 @@ parallel Job creation; everything else keeps the plan's order.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import json
 import logging
@@ -159,7 +160,13 @@ class Applier:
             if len(batch) == 1:
                 self._one(jobset, plan, batch[0], result)
             else:
-                futures = [self._pool.submit(self._one, jobset, plan, a, result) for a in batch]
+                # Each in a copy of this pass's context: the API calls' spans are children of
+                # the reconcile span, whichever pool thread makes them.
+                futures = [
+                    self._pool.submit(contextvars.copy_context().run, self._one, jobset, plan, a,
+                                      result)
+                    for a in batch
+                ]
                 errors = [f.exception() for f in futures]
                 first = next((e for e in errors if e is not None), None)
                 if first is not None:

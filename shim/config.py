@@ -100,6 +100,9 @@ class Config:
     kube_api_max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT
     once: bool = False
     log_level: str = "INFO"
+    # Prometheus scrape port for the shim's metrics (0: off); traces and metrics also go where
+    # the OTEL_* environment says.
+    metrics_port: int = 0
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -270,6 +273,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="one pass over every managed JobSet, then exit (0: all passes succeeded)",
     )
     p.add_argument("--log-level", default=e("SHIM_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(e("SHIM_METRICS_PORT", "0")),
+        help="serve the shim's metrics for Prometheus on this port (env SHIM_METRICS_PORT; "
+        "default 0: off); traces and metrics are exported as the OTEL_* environment says",
+    )
     return p
 
 
@@ -318,4 +328,5 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         retry_period=args.leader_elect_retry_period,
         once=args.once,
         log_level=args.log_level,
+        metrics_port=args.metrics_port,
     )

@@ -20,6 +20,7 @@ import grpc
 from decider.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from decider_client.observe import build_decide_request
+from decider_client.telemetry import Telemetry
 from shim.apply import JOBSET_API_VERSION, Applier, NotLeader, StaleObservation
 from shim.config import Config
 from shim.guard import PlanGuard
@@ -34,6 +35,7 @@ from shim.owned import (
     may_be_gang_name,
 )
 from shim.refusals import DecisionRefused, PlanRefused, as_refusal, report
+from shim.telemetry import ShimTelemetry
 from shim.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class Shim:
         kube: Kube,
         decider: DeciderClient,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.config = config
         self.kube = kube
@@ -67,6 +70,8 @@ class Shim:
         self.clock = clock
         self.stats = Stats()
         self.queue = WorkQueue(config.backoff_base, config.backoff_max)
+        self.telemetry = ShimTelemetry(telemetry, queue_depth=lambda: len(self.queue))
+        kube.observer = self.telemetry
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._leading = threading.Event()
@@ -215,6 +220,19 @@ class Shim:
 
     def reconcile(self, key: Key) -> float:
         """One observe -> decide -> apply pass; returns the requeue delay the plan asked for."""
+        with self.telemetry.reconcile(*key) as result:
+            try:
+                return self._reconcile(key)
+            except (PlanRefused, DecisionRefused, StaleObservation, NotLeader) as exc:
+                result[0] = type(exc).__name__
+                raise
+            except grpc.RpcError as exc:
+                code = exc.code().name if hasattr(exc, "code") else "UNKNOWN"
+                result[0] = "DeciderError"
+                self.telemetry.decider_error(code)
+                raise
+
+    def _reconcile(self, key: Key) -> float:
         namespace, name = key
         jobset = self.jobsets.get(namespace, name)
         if jobset is None or not self.ours(jobset):
@@ -236,11 +254,14 @@ class Shim:
         started = time.perf_counter()
         try:
             plan: pb.DecideResponse = self.decider.decide(
-                request, timeout=self.config.decider_timeout
+                request,
+                timeout=self.config.decider_timeout,
+                metadata=self.telemetry.decider_metadata(),
             )
         except grpc.RpcError as exc:
             refused = as_refusal(jobset, exc)
             if refused is not None:
+                self.telemetry.decider_error(exc.code().name)
                 raise refused from exc
             raise
         self.stats.decide_seconds.append(time.perf_counter() - started)

@@ -126,6 +126,8 @@ class Kube:
         self._resources: dict[tuple[str, str], Resource] = {}
         self._discovered: dict[str, list[Obj] | None] = {}
         self._lock = threading.Lock()
+        # Set by the shim: a span and metrics per request (shim/telemetry.py).
+        self.observer: Any = None
         _no_status_retries(api_client)
 
     def for_leader_election(self) -> Kube:
@@ -236,6 +238,20 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
+        if self.observer is None:
+            return self._request(method, path, query, body, content_type, [0])
+        with self.observer.api_call(method, path) as status:
+            return self._request(method, path, query, body, content_type, status)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: Any,
+        content_type: str,
+        status: list[int],
+    ) -> Any:
         attempt = 0
         while True:
             if self.limiter is not None:
@@ -257,6 +273,7 @@ class Kube:
             )
             time.sleep(wait)
         data = resp.read()
+        status[0] = resp.status
         if not 200 <= resp.status <= 299:
             raise ApiException.from_response(
                 http_resp=resp, body=data.decode("utf-8", "replace") if data else None, data=None

@@ -13,7 +13,8 @@ from types import FrameType
 import grpc
 from kubernetes import client, config
 
-from decider_client import DeciderClient
+from decider_client import DeciderClient, telemetry
+from decider_client.telemetry import Telemetry
 from shim.config import Config, parse_args
 from shim.controller import Shim
 from shim.kube import Kube
@@ -82,8 +83,8 @@ def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
     )
 
 
-def build(cfg: Config) -> Shim:
-    return Shim(cfg, build_kube(cfg, api_client(cfg)), decider_client(cfg))
+def build(cfg: Config, tel: Telemetry | None = None) -> Shim:
+    return Shim(cfg, build_kube(cfg, api_client(cfg)), decider_client(cfg), telemetry=tel)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,7 +106,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(cfg: Config) -> int:
-    shim = build(cfg)
+    try:
+        tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port)
+    except telemetry.TelemetryConfigError as exc:
+        print(f"decider-shim: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"decider-shim: --metrics-port {cfg.metrics_port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        return _serve(cfg, build(cfg, tel))
+    finally:
+        tel.shutdown()
+
+
+def _serve(cfg: Config, shim: Shim) -> int:
     if cfg.once:
         return shim.run_once()
 

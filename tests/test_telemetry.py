@@ -24,12 +24,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from properties.strategies import to_request
 
-from decider import telemetry
 from decider.core.model import Observed
 from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
-from decider_client import observe
+from decider_client import observe, telemetry
 from support.builders import NOW, job, jobset, rjob
 from support.otlp import GrpcReceiver, HttpReceiver
 

@@ -197,7 +197,11 @@ class ShimFactory:
         self.refusals_expected = False
 
     def build(
-        self, decider_target: str | None = None, decider: Any = None, **overrides: Any
+        self,
+        decider_target: str | None = None,
+        decider: Any = None,
+        telemetry: Any = None,
+        **overrides: Any,
     ) -> Shim:
         """A shim on the fake cluster; `decider` replaces the gRPC client (a scripted one)."""
         cfg = make_config(**overrides)
@@ -214,12 +218,16 @@ class ShimFactory:
                 timeout=cfg.decider_timeout,
                 options=[("grpc.so_reuseport", 0)],
             )
-        return Shim(cfg, build_kube(cfg, api), decider)
+        return Shim(cfg, build_kube(cfg, api), decider, telemetry=telemetry)
 
     def start(
-        self, decider_target: str | None = None, decider: Any = None, **overrides: Any
+        self,
+        decider_target: str | None = None,
+        decider: Any = None,
+        telemetry: Any = None,
+        **overrides: Any,
     ) -> Shim:
-        shim = self.build(decider_target, decider, **overrides)
+        shim = self.build(decider_target, decider, telemetry, **overrides)
         shim.start()
         self.running.append(shim)
         return shim

@@ -331,7 +331,8 @@ def test_the_shim_passes_its_gang_flags_to_decide(kube):
     sent: list[pb.DecideRequest] = []
 
     class Recorder:
-        def decide(self, request: pb.DecideRequest, timeout: float = 0) -> pb.DecideResponse:
+        def decide(self, request: pb.DecideRequest, timeout: float = 0,
+                   metadata: object = None) -> pb.DecideResponse:
             sent.append(request)
             return pb.DecideResponse()
 

@@ -1,4 +1,6 @@
-"""OpenTelemetry for the decider and the shim, configured by the standard OTEL_* environment.
+"""OpenTelemetry for the decider, the shim and any Python client, configured by the standard
+OTEL_* environment. It lives in the client package so that the shim, a client of the contract
+like any other, shares it without importing the decider.
 
 - OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER, OTEL_LOGS_EXPORTER: comma-separated `otlp`,
   `console`, `none` (and `prometheus` for metrics). Unset means none: a span costs CPU on every
@@ -29,7 +31,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider
 
-from decider.version import VERSION
+from decider_client.version import VERSION
 
 log = logging.getLogger("decider.telemetry")
 
