@@ -126,6 +126,24 @@ ERROR_ROWS = [
         DNS1123_SUBDOMAIN_REGEX,
         id="meta/name-dns1123-subdomain",
     ),
+    # ValidateLabels reports key and value errors at the map; label texts come from
+    # apimachinery's content package, which counts bytes.
+    pytest.param(
+        put("metadata.labels", {"team": "x" * 64}),
+        None,
+        None,
+        "metadata.labels",
+        "must be no more than 63 bytes",
+        id="meta/ValidateLabels-value-too-long",
+    ),
+    pytest.param(
+        put("metadata.labels", {"k" * 64: "v"}),
+        None,
+        None,
+        "metadata.labels",
+        "name part must be no more than 63 bytes",
+        id="meta/ValidateLabels-key-name-too-long",
+    ),
     pytest.param(
         put("metadata.labels", {"a": 1}),
         None,
@@ -682,7 +700,7 @@ ERROR_ROWS = [
         "spec.coordinator",
         'spec will lead to invalid label value "js-leader-0-0.' + "s" * 50 + '" for '
         'coordinator label "jobset.sigs.k8s.io/coordinator" (long JobSet / '
-        "ReplicatedJob / SubDomain name?): must be no more than 63 characters",
+        "ReplicatedJob / SubDomain name?): must be no more than 63 bytes",
         id="webhook/coordinator-label-value",
     ),
     pytest.param(

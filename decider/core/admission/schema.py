@@ -325,9 +325,9 @@ def _object_meta_errors(meta: Any) -> list[FieldError]:
             FieldError("metadata.namespace", m) for m in k8s_names.is_dns1123_label(namespace)
         )
     for key, value in (meta.get("labels") or {}).items():
-        path = f"metadata.labels[{key}]"
+        # ValidateLabels names the map, not the entry, for key and value errors alike.
         errs.extend(FieldError("metadata.labels", m) for m in k8s_names.is_qualified_name(str(key)))
-        errs.extend(FieldError(path, m) for m in k8s_names.is_label_value(value))
+        errs.extend(FieldError("metadata.labels", m) for m in k8s_names.is_label_value(value))
     total = 0
     for key, value in (meta.get("annotations") or {}).items():
         # Annotation keys are checked lowercased (apimachinery ValidateAnnotations).
