@@ -64,8 +64,9 @@ def test_invalid_jobset_exits_2_with_field_errors(via_server: bool,
     assert out.returncode == 2
     result = json.loads(out.stdout)
     assert result["valid"] is False
-    assert any(e["field"] == "spec.replicatedJobs[1].name" and '"w"' in e["message"]
-               for e in result["errors"]), result["errors"]
+    # listtype validation names the repeated item and shows its key as JSON.
+    assert {"field": "spec.replicatedJobs[1]", "message": 'Duplicate value: {"name":"w"}'} in \
+        result["errors"], result["errors"]
 
 
 def test_update_of_immutable_field_is_rejected(tmp_path: Path) -> None:
@@ -97,3 +98,4 @@ def test_malformed_file_exits_2() -> None:
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "not valid YAML or JSON" in out.stderr
+

@@ -230,9 +230,9 @@ ERROR_ROWS = [
         put("spec.replicatedJobs[1].name", "leader"),
         None,
         None,
-        "spec.replicatedJobs[1].name",
-        'duplicate value "leader"',
-        id="schema/replicatedJobs-list-map-key-unique",
+        "spec.replicatedJobs[1]",
+        'Duplicate value: {"name":"leader"}',
+        id="listtype/replicatedJobs-list-map-key-unique",
     ),
     pytest.param(
         put("spec.replicatedJobs[1].dependsOn", [{"status": "Ready"}]),
@@ -273,9 +273,9 @@ ERROR_ROWS = [
         _second_rjob_depends_on("leader", "leader"),
         None,
         None,
-        "spec.replicatedJobs[1].dependsOn[1].name",
-        'duplicate value "leader"',
-        id="schema/dependsOn-list-map-key-unique",
+        "spec.replicatedJobs[1].dependsOn[1]",
+        'Duplicate value: {"name":"leader"}',
+        id="listtype/dependsOn-list-map-key-unique",
     ),
     pytest.param(
         put("spec.successPolicy", {"targetReplicatedJobs": []}),
@@ -941,3 +941,10 @@ def test_unknown_and_non_bool_gates_are_ignored():
     _in_place(js)
     errors = validate_create(js, {"InPlaceRestart": "yes", "NoSuchGate": True})
     assert [e.field for e in errors] == ["spec.failurePolicy.restartStrategy"]
+
+
+def test_listtype_reports_a_repeated_key_once_at_its_second_item():
+    # validateListSet: a key is reported when seen the second time, never again after.
+    js = jobset(rjob("leader", 1), rjob("worker", 1), rjob("worker", 1), rjob("worker", 1))
+    dups = [(e.field, e.message) for e in validate_create(js) if "Duplicate" in e.message]
+    assert dups == [("spec.replicatedJobs[2]", 'Duplicate value: {"name":"worker"}')]

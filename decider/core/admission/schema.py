@@ -24,6 +24,7 @@ from decider.core.admission._util import (
     INT64_MAX,
     INT64_MIN,
     byte_len,
+    go_json,
     is_int,
     quote,
 )
@@ -132,7 +133,9 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
         return
     if node.max_items is not None and len(value) > node.max_items:
         errs.append(FieldError(path, f"must have at most {node.max_items} items"))
-    seen: set[str] = set()
+    # listtype validation of a list map: the second item with a key already seen is a
+    # duplicate at the item's path, its key shown as JSON; later ones are not reported again.
+    seen: dict[str, int] = {}
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
         if item is None:
@@ -140,13 +143,12 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
             errs.append(FieldError(item_path, _TYPE_MESSAGES[type(node.items)]))
             continue
         _check(item, node.items, item_path, errs)
-        key = item.get(node.map_key) if node.map_key and isinstance(item, dict) else None
-        if isinstance(key, str):
-            if key in seen:
-                errs.append(
-                    FieldError(f"{item_path}.{node.map_key}", f"duplicate value {quote(key)}")
-                )
-            seen.add(key)
+        if node.map_key and isinstance(item, dict):
+            key = {node.map_key: item[node.map_key]} if node.map_key in item else {}
+            shown = go_json(key)
+            seen[shown] = seen.get(shown, 0) + 1
+            if seen[shown] == 2:
+                errs.append(FieldError(item_path, f"Duplicate value: {shown}"))
 
 
 _META = Obj(
