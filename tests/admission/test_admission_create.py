@@ -403,9 +403,30 @@ ERROR_ROWS = [
         ),
         None,
         None,
-        "spec.volumeClaimPolicies[0].templates[0].metadata.namespace",
+        "spec.volumeClaimPolicies[0]",
         "namespace cannot be set for VolumeClaimPolicies templates",
-        id="cel/volumeClaimPolicies-template-namespace",
+        id="cel/volumeClaimPolicies-template-namespace-names-the-policy",
+    ),
+    # A rule that selects a field the object lacks fails to evaluate: apiextensions reports
+    # "<error> evaluating rule: <message>" at the object the rule sits on.
+    pytest.param(
+        put("spec.volumeClaimPolicies", [{}]),
+        None,
+        None,
+        "spec.volumeClaimPolicies[0]",
+        "no such key: templates evaluating rule: namespace cannot be set for "
+        "VolumeClaimPolicies templates",
+        id="cel/volumeClaimPolicies-without-templates-no-such-key",
+    ),
+    pytest.param(
+        chain(put("spec.startupPolicy", {"startupPolicyOrder": "InOrder"}),
+              delete("spec.replicatedJobs")),
+        None,
+        None,
+        "spec",
+        "no such key: replicatedJobs evaluating rule: StartupPolicy and DependsOn APIs are "
+        "mutually exclusive",
+        id="cel/InOrder-without-replicatedJobs-no-such-key",
     ),
     # --- validating webhook, in upstream's order
     pytest.param(

@@ -277,6 +277,17 @@ ERROR_ROWS = [
         "must not be set when the JobSet's reconciliation mode is Independent",
         id="independent/suspend-stays-unset",
     ),
+    # self.templates.all(t, !has(t.metadata.namespace) || ...) selects t.metadata: a template
+    # without one fails to evaluate.
+    pytest.param(
+        put("spec.volumeClaimPolicies", [{"templates": [{"metadata": {"name": "d"}}]}]),
+        delete("spec.volumeClaimPolicies[0].templates[0].metadata"),
+        None,
+        "spec.volumeClaimPolicies[0]",
+        "no such key: metadata evaluating rule: namespace cannot be set for "
+        "VolumeClaimPolicies templates",
+        id="cel/volumeClaimPolicies-template-without-metadata-no-such-key",
+    ),
 ]
 
 
