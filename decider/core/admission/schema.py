@@ -2,9 +2,10 @@
 enums, minimums, maxItems, list-map keys; plus the type meta and object meta checks the API
 server applies to every custom resource.
 
-The embedded batch/v1 Job template is checked only where JobSet itself reads it (counts,
+The embedded batch/v1 Job template is type-checked only where JobSet itself reads it (counts,
 completion mode, pod metadata, scheduling fields, volumes and mounts); the rest is the Job
-API's business when the Job is created.
+API's business when the Job is created. Which fields exist at all, down to the last pod field,
+is crd.py's (strict decoding), from the full schema generated from upstream's CRD.
 
 Messages follow apimachinery's wording where it has one ("Required value", "must have at most
 5 items", `unsupported value "X": supported values: ...`); type errors say what was expected.
