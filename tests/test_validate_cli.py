@@ -64,8 +64,9 @@ def test_invalid_jobset_exits_2_with_field_errors(via_server: bool,
     assert out.returncode == 2
     result = json.loads(out.stdout)
     assert result["valid"] is False
-    assert any(e["field"] == "spec.replicatedJobs[1].name" and '"w"' in e["message"]
-               for e in result["errors"]), result["errors"]
+    # listtype validation names the repeated item and shows its key as JSON.
+    assert {"field": "spec.replicatedJobs[1]", "message": 'Duplicate value: {"name":"w"}'} in \
+        result["errors"], result["errors"]
 
 
 def test_update_of_immutable_field_is_rejected(tmp_path: Path) -> None:
@@ -97,3 +98,71 @@ def test_malformed_file_exits_2() -> None:
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "not valid YAML or JSON" in out.stderr
+
+
+def _edited(edit: str) -> dict:
+    js = _minimal()
+    rj = js["spec"]["replicatedJobs"][0]
+    container = rj["template"]["spec"]["template"]["spec"]["containers"][0]
+    if edit == "vcp-without-templates":
+        js["spec"]["volumeClaimPolicies"] = [{}]
+    elif edit == "vcp-template-namespace":
+        container["volumeMounts"] = [{"name": "d", "mountPath": "/d"}]
+        js["spec"]["volumeClaimPolicies"] = [{"templates": [
+            {"metadata": {"name": "d", "namespace": "other"}, "spec": {}}]}]
+    elif edit == "label-too-long":
+        js["metadata"]["labels"] = {"team": "x" * 64}
+    elif edit == "rjob-without-template":
+        del rj["template"]
+    elif edit == "unknown-fields":
+        js["spec"]["foo"] = 1
+        container["imagee"] = "typo"
+    return js
+
+
+VCP_RULE = "namespace cannot be set for VolumeClaimPolicies templates"
+POD_SPEC = "spec.replicatedJobs[0].template.spec.template.spec"
+
+
+@pytest.mark.parametrize("via_server", [False, True], ids=["in-process", "grpc"])
+@pytest.mark.parametrize(("edit", "errors"), [
+    pytest.param("vcp-without-templates",
+                 [("spec.volumeClaimPolicies[0]",
+                   f"no such key: templates evaluating rule: {VCP_RULE}")],
+                 id="cel/self.templates-no-such-key"),
+    pytest.param("vcp-template-namespace", [("spec.volumeClaimPolicies[0]", VCP_RULE)],
+                 id="cel/rule-on-the-policy-names-the-policy"),
+    pytest.param("label-too-long", [("metadata.labels", "must be no more than 63 bytes")],
+                 id="ValidateLabels/names-the-map"),
+    pytest.param("rjob-without-template", [(f"{POD_SPEC}.containers", "Required value")],
+                 id="webhook-go-round-trip/template-written-empty-then-containers-required"),
+    pytest.param("unknown-fields",
+                 # pruning's paths, sorted.
+                 [("spec.foo", 'strict decoding error: unknown field "spec.foo"'),
+                  (f"{POD_SPEC}.containers[0].imagee",
+                   f'strict decoding error: unknown field "{POD_SPEC}.containers[0].imagee"')],
+                 id="strict-decoding/every-unknown-field-with-its-path"),
+])
+def test_validate_answers_as_upstream(edit: str, errors: list[tuple[str, str]], via_server: bool,
+                                      server: BackgroundServer) -> None:
+    args = ["validate", "-f", "-"] + (["--server", server.target] if via_server else [])
+    out = decider(*args, stdin=json.dumps(_edited(edit)))
+    assert out.returncode == 2, out.stderr
+    result = json.loads(out.stdout)
+    assert [(e["field"], e["message"]) for e in result["errors"]] == errors
+
+
+@pytest.mark.parametrize("via_server", [False, True], ids=["in-process", "grpc"])
+def test_validate_returns_quantities_as_the_api_server_stores_them(
+        via_server: bool, server: BackgroundServer) -> None:
+    js = _minimal()
+    container = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"][0]
+    container["resources"] = {"limits": {"google.com/tpu": 4, "cpu": 1.5}}
+    args = ["validate", "-f", "-"] + (["--server", server.target] if via_server else [])
+    out = decider(*args, stdin=json.dumps(js))
+    assert out.returncode == 0, out.stdout + out.stderr
+    stored = json.loads(out.stdout)["object"]["spec"]["replicatedJobs"][0]["template"]["spec"][
+        "template"]["spec"]["containers"][0]["resources"]
+    # Quantity.MarshalJSON: a string, in canonical form.
+    assert stored == {"limits": {"google.com/tpu": "4", "cpu": "1500m"}}

@@ -12,6 +12,7 @@ from decider.core import (
     failure_policy,
     gang_lifecycle,
     in_place_restart,
+    name_conflicts,
     startup_policy,
     success_policy,
     suspend,
@@ -76,8 +77,10 @@ def decide(observed: Observed) -> Plan:
     if st.gate(c.GATE_ELASTIC_JOBSET):
         _sync_job_scaling(st, children.active)
     if not gang.blocked:
-        _create_jobs(st, children, statuses, restart_job_gate)
+        held = _create_jobs(st, children, statuses, restart_job_gate)
         gang_lifecycle.link_jobs(st, gang)
+        if held:
+            return _creation_failed(st, held)
 
     # In Independent mode each Job's spec.suspend belongs to someone else (seed 000).
     if js.independent:
@@ -172,8 +175,11 @@ def _sync_job_scaling(st: PassState, active: list[ObservedJob]) -> None:
 
 
 def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
-                 restart_job_gate: bool) -> None:
+                 restart_job_gate: bool) -> list[ObservedJob]:
+    """Plan the missing Jobs, in upstream's order; returns the Jobs of other owners whose names
+    a create needs (then the creation failed, and the pass stops after this replicated Job)."""
     js = st.js
+    foreign = name_conflicts.foreign_jobs(st.observed.jobs, js.uid)
     blocked = bool(children.previous) and js.failure_policy is not None and \
         js.failure_policy.restart_strategy == c.BLOCKING_RECREATE
     if blocked:
@@ -199,20 +205,45 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                 st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",
                            f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
-            for i in missing:
+            # Creates run in parallel upstream: a name held by another owner fails alone.
+            names = {i: job_name(js.name, rjob.name, i) for i in missing}
+            held = [foreign[n] for n in names.values() if n in foreign]
+            creatable = [i for i in missing if names[i] not in foreign]
+            for i in creatable:
                 job = builder.build(i)
                 st.act(Action(type="CreateJob", name=job["metadata"]["name"],
                               api_version="batch/v1", kind="Job", object=job,
                               reason=f"replica {i} of replicated job {rjob.name} is missing"))
-            st.explain(f"create {len(missing)} job(s) of replicated job {rjob.name} "
-                       f"(restart attempt {st.restarts})"
-                       + (", suspended" if js.suspend else ""))
+            if creatable:
+                st.explain(f"create {len(creatable)} job(s) of replicated job {rjob.name} "
+                           f"(restart attempt {st.restarts})"
+                           + (", suspended" if js.suspend else ""))
+            if held:
+                return held
         if sequenced:
             st.explain(f"InOrder startup: wait for replicated job {rjob.name} to start")
             startup_policy.set_in_progress(st)
-            return
+            return []
     if sequenced:
         startup_policy.set_completed(st)
+    return []
+
+
+def _creation_failed(st: PassState, held: list[ObservedJob]) -> Plan:
+    """Upstream's reconcile returns the creation error: the Warning event is recorded at once,
+    the actions already taken stand, the status changes of the pass are not written, and the
+    pass is retried with backoff."""
+    js = st.js
+    names = [job.name for job in held]
+    event = name_conflicts.creation_failed_event(names)
+    st.act(Action(type="Event", name=js.name, namespace=js.namespace, api_version=c.API_VERSION,
+                  kind=c.KIND, uid=js.uid, event=event, reason=event.reason))
+    st.explain(f"job(s) {', '.join(names)} cannot be created: a Job of that name exists and is "
+               "not controlled by this JobSet; the pass stops there, without a status write")
+    st.requeue_after_seconds = name_conflicts.backoff_seconds(st, held)
+    return Plan(actions=list(st.actions), status=_normalized_status(js.status),
+                requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
+                resource_version=js.resource_version)
 
 
 def _finish(st: PassState) -> Plan:

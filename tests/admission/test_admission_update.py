@@ -277,6 +277,52 @@ ERROR_ROWS = [
         "must not be set when the JobSet's reconciliation mode is Independent",
         id="independent/suspend-stays-unset",
     ),
+    # No mutating webhook on update: the CRD's required fields are required as sent.
+    pytest.param(
+        None,
+        delete("spec.replicatedJobs[0].name"),
+        None,
+        "spec.replicatedJobs[0].name",
+        "Required value",
+        id="crd/rjob-name-required-no-webhook-on-update",
+    ),
+    pytest.param(
+        None,
+        delete("spec.replicatedJobs[0].template"),
+        None,
+        "spec.replicatedJobs[0].template",
+        "Required value",
+        id="crd/rjob-template-required-no-webhook-on-update",
+    ),
+    pytest.param(
+        None,
+        put("spec.replicatedJobs[0].name", ""),
+        None,
+        "spec.replicatedJobs[0].name",
+        "Required value",
+        id="deliberate/rjob-name-empty",
+    ),
+    # self.templates.all(t, !has(t.metadata.namespace) || ...) selects t.metadata: a template
+    # without one fails to evaluate (the create's webhook writes metadata: {}; an update not).
+    pytest.param(
+        put("spec.volumeClaimPolicies", [{"templates": [{"metadata": {"name": "d"}}]}]),
+        delete("spec.volumeClaimPolicies[0].templates[0].metadata"),
+        None,
+        "spec.volumeClaimPolicies[0]",
+        "no such key: metadata evaluating rule: namespace cannot be set for "
+        "VolumeClaimPolicies templates",
+        id="cel/volumeClaimPolicies-template-without-metadata-no-such-key",
+    ),
+    pytest.param(
+        None,
+        put("spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources",
+            {"limits": {"cpu": "two"}}),
+        None,
+        "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits.cpu",
+        "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits.cpu"
+        " in body should match '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))",
+        id="crd/quantity-pattern-no-webhook-on-update",
+    ),
 ]
 
 

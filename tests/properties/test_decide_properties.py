@@ -101,12 +101,14 @@ def normalized_status(status: dict[str, Any]) -> dict[str, Any]:
 def check_consistent(observed: Observed, plan: Plan) -> None:
     js_uid = observed.jobset["metadata"]["uid"]
     owned = {j.name for j in observed.jobs if j.controller_uid == js_uid}
+    foreign = {j.name for j in observed.jobs if j.controller_uid != js_uid}
     uids = {j.uid: j.name for j in observed.jobs}
     creates = [(a.kind, a.name) for a in plan.actions if a.type.startswith("Create")]
     assert len(creates) == len(set(creates)), f"duplicate creates: {creates}"
     for a in plan.actions:
         if a.type == "CreateJob":
             assert a.name not in owned, f"create of existing job {a.name}"
+            assert a.name not in foreign, f"create of a name another owner holds: {a.name}"
             assert a.object is not None and a.object["metadata"]["name"] == a.name
         if a.type in ("DeleteJob", "SuspendJob", "ResumeJob", "PatchJob"):
             assert uids.get(a.uid) == a.name, f"{a.type} {a.name} uid {a.uid!r} not observed"
@@ -125,7 +127,11 @@ def check_consistent(observed: Observed, plan: Plan) -> None:
     assert bool(updates) == changed, (
         f"UpdateStatus present={bool(updates)} but status changed={changed}")
     if not updates:
-        assert not [a for a in plan.actions if a.type == "Event"], "events without a status write"
+        # Upstream records events of a status change after the status write; only the ones it
+        # records at once (a failed create, a refused gang object) come without one.
+        immediate = [a.event.reason for a in plan.actions if a.type == "Event" and a.event]
+        assert set(immediate) <= {"JobCreationFailed", "GangObjectConflict"}, (
+            f"events without a status write: {immediate}")
 
     state = new.get("terminalState")
     # The API does not restrict the field, so only a valid input value must stay valid.

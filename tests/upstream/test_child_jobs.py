@@ -452,13 +452,18 @@ def test_volume_claim_policies_add_volumes_to_mounting_pods() -> None:
 
 
 @pytest.mark.parametrize(
-    ("gate", "want"),
+    ("gate", "restarts", "want"),
     [
-        pytest.param(True, ["1", "0"], id="job-restart-attempt-from-replicated-jobs-status"),
-        pytest.param(False, [None, None], id="job-restart-attempt-not-added-without-gate"),
+        pytest.param(True, [1, 0], ["1", "0"],
+                     id="job-restart-attempt-from-replicated-jobs-status"),
+        pytest.param(False, [1, 0], [None, None], id="job-restart-attempt-not-added-without-gate"),
+        # Deliberate difference (README): upstream's labelAndAnnotateObject indexes
+        # jobRestarts[jobIdx] and panics past the end; the missing entry reads as 0.
+        pytest.param(True, [1], ["1", "0"], id="job-restart-attempt-past-a-short-list-is-0"),
     ],
 )
-def test_job_restart_attempt_label(gate: bool, want: list[str | None]) -> None:
+def test_job_restart_attempt_label(gate: bool, restarts: list[int],
+                                   want: list[str | None]) -> None:
     status = {
         "replicatedJobsStatus": [
             {
@@ -468,7 +473,7 @@ def test_job_restart_attempt_label(gate: bool, want: list[str | None]) -> None:
                 "failed": 0,
                 "active": 0,
                 "suspended": 0,
-                "jobRestarts": [1, 0],
+                "jobRestarts": restarts,
             }
         ]
     }

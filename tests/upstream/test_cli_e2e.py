@@ -324,3 +324,36 @@ def test_cli_elastic_scaling_patches_live_jobs() -> None:
     assert patches == [
         ("test-js-replicated-job-a-0", {"spec": {"parallelism": 4, "completions": 4}})
     ]
+
+
+@pytest.fixture(scope="module")
+def server():
+    from decider.server import BackgroundServer
+
+    with BackgroundServer() as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("via_server", [False, True], ids=["in-process", "grpc"])
+def test_cli_job_of_an_earlier_jobset_holds_a_child_name(via_server: bool, server: Any) -> None:
+    # `kubectl get jobset,jobs` lists every Job: test-js-replicated-job-b-1 is a leftover of an
+    # earlier JobSet named test-js (another UID). Upstream's createJobs meets AlreadyExists for
+    # it, records JobCreationFailed and returns before the status write (no UpdateStatus).
+    leftover = child("replicated-job-b", 1)
+    leftover["metadata"]["ownerReferences"][0]["uid"] = "uid-of-the-earlier-test-js"
+    args = ["decide", "-f", "-", "--now", NOW]
+    plan = cli(args + (["--server", server.target] if via_server else []), [the_jobset(), SVC,
+                                                                           leftover])
+    assert [(a["type"], a["name"]) for a in plan["actions"]] == [
+        ("CreateJob", "test-js-replicated-job-a-0"),
+        ("CreateJob", "test-js-replicated-job-b-0"),
+        ("CreateJob", "test-js-replicated-job-b-2"),
+        ("Event", "test-js"),
+    ]
+    assert plan["actions"][-1]["event"] == {
+        "type": "Warning",
+        "reason": "JobCreationFailed",
+        "message": 'job "test-js-replicated-job-b-1" creation failed with error: jobs.batch '
+        '"test-js-replicated-job-b-1" already exists',
+    }
+    assert plan["requeueAfterSeconds"] >= 1

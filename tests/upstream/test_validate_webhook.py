@@ -385,3 +385,37 @@ def test_depends_on_immutable() -> None:
     _rjs(new)[1]["dependsOn"] = [{"name": "replicated-job-a", "status": "Complete"}]
     got_valid, _, errors = validate(new, old)
     assert got_valid is False, errors
+
+
+# ---- the stored object --------------------------------------------------------------------------
+
+
+def _container(o: dict[str, Any]) -> dict[str, Any]:
+    return _rjs(o)[0]["template"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_create_stores_what_the_webhook_round_trip_writes() -> None:
+    # The mutating webhook's patch is json.Marshal of the decoded Go object: quantities as
+    # canonical strings, structs as objects, no-omitempty strings as "".
+    obj = base()
+    _container(obj)["resources"] = {"requests": {"cpu": 2, "memory": "2048Mi"}}
+    _rjs(obj)[0]["template"]["spec"]["podFailurePolicy"] = {
+        "rules": [{"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]}]}
+    valid, out, errors = validate(obj)
+    assert valid, errors
+    assert _container(out)["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}}
+    assert _rjs(out)[0]["template"]["spec"]["podFailurePolicy"]["rules"][0][
+        "onPodConditions"] == [{"type": "ConfigIssue", "status": ""}]
+    assert _container(out)["resources"] and _rjs(out)[1]["template"]["metadata"] == {}
+
+
+def test_update_answers_the_object_as_sent() -> None:
+    # The webhook mutates on create only: an update's quantities stay as they were sent.
+    old = stored()
+    new = copy.deepcopy(old)
+    new["spec"]["suspend"] = True
+    _container(old)["resources"] = {"limits": {"cpu": 4}}
+    _container(new)["resources"] = {"limits": {"cpu": 4}}
+    valid, out, errors = validate(new, old)
+    assert valid, errors
+    assert _container(out)["resources"] == {"limits": {"cpu": 4}}

@@ -7,6 +7,7 @@ place that turns a wrong shape into an error.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -79,6 +80,16 @@ def quote(value: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
+
+
+def go_json(value: Any) -> str:
+    """Go's json.Marshal of decoded JSON: compact, map keys sorted, and <, >, &, U+2028 and
+    U+2029 escaped (field.Error shows a non-scalar bad value so)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                        ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, escaped)
+    return text
 
 
 def byte_len(value: str) -> int:

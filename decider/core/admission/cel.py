@@ -27,23 +27,70 @@ _IMMUTABLE_SPEC_FIELDS = (
 )
 
 
+class _NoSuchKey(Exception):
+    """A CEL evaluation error: a field selected that the object does not have."""
+
+
+def _select(obj: Any, key: str) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise _NoSuchKey(f"no such key: {key}")
+    return obj[key]
+
+
+def _evaluation_error(path: str, exc: _NoSuchKey, message: str) -> FieldError:
+    # apiextensions' CEL validator: "<eval error> evaluating rule: <rule message>".
+    return FieldError(path, f"{exc} evaluating rule: {message}")
+
+
 def spec_rule_errors(spec: Any) -> list[FieldError]:
-    """Rules that hold for every write, create or update."""
+    """Rules that hold for every write, create or update. A rule that fails to evaluate (it
+    selects a field the object lacks) is an error of the object the rule sits on."""
     errs: list[FieldError] = []
     if not isinstance(spec, dict):
         return errs
+    # !(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' &&
+    #   self.replicatedJobs.exists(x, has(x.dependsOn)))
     order = as_dict(spec.get("startupPolicy")).get("startupPolicyOrder")
-    rjobs = as_list(spec.get("replicatedJobs"))
-    if order == "InOrder" and any(present(rjob, "dependsOn") for rjob in rjobs):
-        errs.append(FieldError("spec", MUTUALLY_EXCLUSIVE))
+    if order == "InOrder":
+        try:
+            rjobs = as_list(_select(spec, "replicatedJobs"))
+            if any(present(rjob, "dependsOn") for rjob in rjobs):
+                errs.append(FieldError("spec", MUTUALLY_EXCLUSIVE))
+        except _NoSuchKey as exc:
+            errs.append(_evaluation_error("spec", exc, MUTUALLY_EXCLUSIVE))
     for i, policy in enumerate(as_list(spec.get("volumeClaimPolicies"))):
-        for j, template in enumerate(as_list(as_dict(policy).get("templates"))):
-            namespace = as_dict(as_dict(template).get("metadata")).get("namespace")
-            # The rule: !has(namespace) || size(namespace) == 0.
-            if namespace is not None and namespace != "":
-                path = f"spec.volumeClaimPolicies[{i}].templates[{j}].metadata.namespace"
-                errs.append(FieldError(path, VCP_NAMESPACE))
+        if not isinstance(policy, dict):
+            continue  # the schema's type error; no rule runs on it
+        # The rule sits on each volumeClaimPolicies item: its errors name the item.
+        path = f"spec.volumeClaimPolicies[{i}]"
+        result = _template_namespace_rule(policy)
+        if isinstance(result, _NoSuchKey):
+            errs.append(_evaluation_error(path, result, VCP_NAMESPACE))
+        elif result is False:
+            errs.append(FieldError(path, VCP_NAMESPACE))
     return errs
+
+
+def _template_namespace_rule(policy: Any) -> _NoSuchKey | bool | None:
+    """self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0) on
+    one volume claim policy: None when it holds, False when it is false, the evaluation error
+    otherwise. `all` is false if any template is false, even when another one errs."""
+    try:
+        templates = as_list(_select(policy, "templates"))
+    except _NoSuchKey as exc:
+        return exc
+    error: _NoSuchKey | None = None
+    for template in templates:
+        if not isinstance(template, dict):
+            continue
+        try:
+            namespace = as_dict(_select(template, "metadata")).get("namespace")
+        except _NoSuchKey as exc:
+            error = error or exc
+            continue
+        if namespace is not None and namespace != "":
+            return False
+    return error
 
 
 def _map_list_equal(new: Any, old: Any) -> bool:

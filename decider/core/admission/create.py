@@ -1,8 +1,10 @@
 """validate_create: the API server's create pipeline for a JobSet, without the API server.
 
-Order, as in the API server: defaulting, then structural schema and CEL rules; only an object
-that passes those reaches the validating webhook (upstream's webhook is never called for an
-object the schema rejects), then this project's own rules.
+Order, as in the API server: strict decoding (unknown fields end the request there),
+defaulting with the mutating webhook's Go round trip (its decoding errors), then structural
+schema and CEL rules; only an object that passes those reaches the validating webhook
+(upstream's webhook is never called for an object the schema rejects), then this project's
+own rules.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from decider.core import constants as c
 from decider.core.admission import _constants as limits
-from decider.core.admission import cel, independent, k8s_names, policies
+from decider.core.admission import cel, crd, independent, k8s_names, policies
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -209,19 +211,45 @@ def webhook_create_errors(
     return errs
 
 
+def unknown_field_errors(obj: Any) -> list[FieldError]:
+    """Strict decoding, before anything else looks at the object: apimachinery's message for
+    each unknown field (the API server joins them into one `strict decoding error: ...`)."""
+    return [FieldError(path, f'strict decoding error: unknown field "{path}"')
+            for path in crd.unknown_fields(obj)]
+
+
+def rjob_name_errors(spec: Any) -> list[FieldError]:
+    """Deliberate difference: a replicated Job needs a name. Upstream's webhook writes Go's
+    `name: ""` before the CRD's required check, so it admits one without; its Jobs,
+    `<jobset>--<index>`, then carry an empty replicatedjob-name label and are never counted in
+    replicatedJobsStatus (dependsOn, InOrder startup and JobsReady never see them)."""
+    errs = []
+    for i, rjob in enumerate(as_list(as_dict(spec).get("replicatedJobs"))):
+        if as_dict(rjob).get("name") == "":
+            errs.append(FieldError(f"spec.replicatedJobs[{i}].name", "Required value"))
+    return errs
+
+
 def validate_create(
     obj: dict,
     feature_gates: Mapping[str, bool] | None = None,
     existing_pvcs: Mapping[str, dict] | None = None,
 ) -> list[FieldError]:
-    """All create-time errors (structural schema + CEL + validating webhook, spec §3.2-§3.3),
-    on the DEFAULTED object: the input is passed through default_jobset first, which changes
-    nothing for an object that is already defaulted. existing_pvcs maps PVC name -> PVC object
-    in the JobSet's namespace. Never raises; an empty list means the JobSet is admitted."""
+    """All create-time errors (strict decoding, the webhook's Go decoding, structural schema +
+    CEL + validating webhook, spec §3.2-§3.3), on the DEFAULTED object: the input is passed
+    through default_jobset first, which changes nothing for an object that is already
+    defaulted. existing_pvcs maps PVC name -> PVC object in the JobSet's namespace. Never
+    raises; an empty list means the JobSet is admitted."""
     try:
+        errs = unknown_field_errors(obj)
+        if errs:
+            return errs
         defaulted = default_jobset(obj)
-        errs = schema_errors(defaulted)
-        errs.extend(cel.spec_rule_errors(as_dict(defaulted).get("spec")))
+        spec = as_dict(defaulted).get("spec")
+        errs = crd.quantity_errors(spec)
+        errs.extend(schema_errors(defaulted))
+        errs.extend(rjob_name_errors(spec))
+        errs.extend(cel.spec_rule_errors(spec))
         if errs:
             return errs
         gates = gate_values(feature_gates, c.GATE_DEFAULTS)

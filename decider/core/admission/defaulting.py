@@ -1,6 +1,6 @@
 """Defaulting, in the API server's order for a create: nulls pruned, CRD structural defaults,
-then the mutating webhook's defaults (create only), then structural defaults once more for
-anything the webhook added.
+then the mutating webhook's defaults and its Go round trip (create only: crd.go_round_trip),
+then structural defaults once more for anything the webhook added.
 
 Everything here works on a private copy and tolerates any JSON-like shape: a value of the wrong
 type is left alone (the schema module reports it) rather than replaced or crashed on.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from decider.core.admission import crd
 from decider.core.admission._util import as_dict, as_list
 
 # The CRD's `default:` markers inside the embedded pod spec (controller-gen copies them from
@@ -53,16 +54,6 @@ _POD_SPEC_DEFAULTS: tuple[tuple[str, Any], ...] = (
     ("volumes[].scaleIO.storageMode", "ThinProvisioned"),
     ("volumes[].storageos.secretRef.name", ""),
 )
-
-
-def _copy_pruned(value: Any) -> Any:
-    """A deep copy of JSON-like data without null-valued object keys. The API server prunes
-    nulls of non-nullable fields before defaulting, and no JobSet field is nullable."""
-    if isinstance(value, dict):
-        return {k: _copy_pruned(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_copy_pruned(v) for v in value]
-    return value
 
 
 def _set_default(node: Any, steps: list[str], value: Any) -> None:
@@ -122,9 +113,10 @@ def _webhook_defaults(spec: dict[str, Any]) -> None:
     for rjob in as_list(spec.get("replicatedJobs")):
         if not isinstance(rjob, dict):
             continue
-        # A missing template is left missing: the schema must still report it as required.
-        template = rjob.get("template")
-        job_spec = _ensure_dict(template, "spec") if isinstance(template, dict) else None
+        # A missing template is a zero Go struct the webhook defaults like any other: the
+        # schema then finds its pod without containers, where upstream reports it.
+        template = _ensure_dict(rjob, "template")
+        job_spec = _ensure_dict(template, "spec") if template is not None else None
         if job_spec is None:
             continue
         if job_spec.get("completionMode") is None:
@@ -151,18 +143,20 @@ def _webhook_defaults(spec: dict[str, Any]) -> None:
 def apply_structural_defaults(obj: Any) -> Any:
     """A copy with nulls pruned and only the CRD's structural defaults applied: what the API
     server does to every object it reads or receives, including both sides of an update."""
-    out = _copy_pruned(obj)
+    out = crd.copy_pruned(obj)
     if isinstance(out, dict):
         _structural_defaults(out)
     return out
 
 
 def default_jobset(obj: dict) -> dict:
-    """Return a defaulted deep copy: the CRD structural defaults (groupName "default",
-    replicas 1, failurePolicy.restartStrategy Recreate, retentionPolicy.whenDeleted Delete,
-    pod-template defaults such as ports[].protocol TCP) and then the mutating webhook's
-    create-time defaults (spec §3.1). Never mutates the input; a non-object input comes back
-    as a copy, undefaulted."""
+    """Return the object the API server stores for a create, as a deep copy: the CRD
+    structural defaults (groupName "default", replicas 1, failurePolicy.restartStrategy
+    Recreate, retentionPolicy.whenDeleted Delete, pod-template defaults such as
+    ports[].protocol TCP), the mutating webhook's defaults (spec §3.1) and its Go round trip
+    (zero values of fields without omitempty, quantities in canonical form: crd.py), then the
+    structural defaults again. Never mutates the input; a non-object input comes back as a
+    copy, undefaulted. Unknown fields are kept: strict decoding rejects such an object."""
     out = apply_structural_defaults(obj)
     if not isinstance(out, dict):
         return out
@@ -172,5 +166,6 @@ def default_jobset(obj: dict) -> dict:
         spec = out["spec"] = {}
     if isinstance(spec, dict):
         _webhook_defaults(spec)
+        crd.go_round_trip(spec)  # its errors are validate_create's to report
         _structural_defaults(out)
     return out

@@ -25,6 +25,14 @@ DELIBERATE_DIFFERENCES: list[tuple[str, str]] = [
         "dependency can then never be met and the rjob's Jobs are never created.",
     ),
     (
+        "A replicated Job needs a non-empty name (spec.replicatedJobs[i].name: Required value), "
+        "on create and update.",
+        "Upstream's webhook writes Go's name: \"\" before the CRD's required check, so it admits "
+        "one without; its Jobs (<jobset>--<index>) carry an empty replicatedjob-name label and "
+        "are never counted in replicatedJobsStatus, so dependsOn, InOrder startup and JobsReady "
+        "never see them.",
+    ),
+    (
         "With annotation jobset.sigs.k8s.io/reconciliation-mode: Independent (or "
         'jobset.sigs.k8s.io/skip-suspend-reconciliation: "true") spec.suspend must stay unset, '
         "on create and update; both annotations are immutable after creation and accept only "
@@ -35,9 +43,16 @@ DELIBERATE_DIFFERENCES: list[tuple[str, str]] = [
     ),
     (
         "Errors upstream returns without a field path (plain errors, shown as 'Internal "
-        "error') name their field here; volume claim template errors use "
+        "error', and the webhook's decoding errors, such as a quantity Go cannot parse) name "
+        "their field here; volume claim template errors use "
         "spec.volumeClaimPolicies[i].templates[j] where upstream writes 'template[j]'.",
         "Every admission error must name the field it is about.",
+    ),
+    (
+        "Unknown fields are always refused, each as its own error at its path "
+        "('strict decoding error: unknown field \"<path>\"').",
+        "The API server joins them into one message, and drops them instead when the client "
+        "asks for field validation Ignore or Warn; kubectl's default is Strict.",
     ),
     (
         "Structural (type) errors use short messages such as 'must be an integer' instead of "

@@ -60,7 +60,13 @@ _HTTP_PATH_RE = re.compile(_HTTP_PATH_FMT, re.ASCII)
 
 
 def max_len_error(length: int) -> str:
+    """pkg/util/validation's wording (DNS names)."""
     return f"must be no more than {length} characters"
+
+
+def content_max_len_error(length: int) -> str:
+    """pkg/api/validate/content's wording (label keys and values, since apimachinery 0.34)."""
+    return f"must be no more than {length} bytes"
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -88,10 +94,12 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_dns1123_subdomain(value: str) -> list[str]:
+def is_dns1123_subdomain(value: str, *, content: bool = False) -> list[str]:
+    """content: the pkg/api/validate/content variant label-key prefixes are checked with."""
     errs: list[str] = []
     if byte_len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+        too_long = content_max_len_error if content else max_len_error
+        errs.append(too_long(DNS1123_SUBDOMAIN_MAX_LENGTH))
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
@@ -117,7 +125,7 @@ def is_qualified_name(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part " + empty_error())
         else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix, content=True))
     else:
         return [
             "a valid label key "
@@ -127,7 +135,7 @@ def is_qualified_name(value: str) -> list[str]:
     if not name:
         errs.append("name part " + empty_error())
     elif byte_len(name) > QUALIFIED_NAME_MAX_LENGTH:
-        errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX_LENGTH))
+        errs.append("name part " + content_max_len_error(QUALIFIED_NAME_MAX_LENGTH))
     if not _QUALIFIED_NAME_RE.fullmatch(name):
         errs.append(
             "name part "
@@ -139,7 +147,7 @@ def is_qualified_name(value: str) -> list[str]:
 def is_label_value(value: str) -> list[str]:
     errs: list[str] = []
     if byte_len(value) > LABEL_VALUE_MAX_LENGTH:
-        errs.append(max_len_error(LABEL_VALUE_MAX_LENGTH))
+        errs.append(content_max_len_error(LABEL_VALUE_MAX_LENGTH))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs

@@ -2,9 +2,10 @@
 enums, minimums, maxItems, list-map keys; plus the type meta and object meta checks the API
 server applies to every custom resource.
 
-The embedded batch/v1 Job template is checked only where JobSet itself reads it (counts,
+The embedded batch/v1 Job template is type-checked only where JobSet itself reads it (counts,
 completion mode, pod metadata, scheduling fields, volumes and mounts); the rest is the Job
-API's business when the Job is created.
+API's business when the Job is created. Which fields exist at all, down to the last pod field,
+is crd.py's (strict decoding), from the full schema generated from upstream's CRD.
 
 Messages follow apimachinery's wording where it has one ("Required value", "must have at most
 5 items", `unsupported value "X": supported values: ...`); type errors say what was expected.
@@ -24,6 +25,7 @@ from decider.core.admission._util import (
     INT64_MAX,
     INT64_MIN,
     byte_len,
+    go_json,
     is_int,
     quote,
 )
@@ -132,7 +134,9 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
         return
     if node.max_items is not None and len(value) > node.max_items:
         errs.append(FieldError(path, f"must have at most {node.max_items} items"))
-    seen: set[str] = set()
+    # listtype validation of a list map: the second item with a key already seen is a
+    # duplicate at the item's path, its key shown as JSON; later ones are not reported again.
+    seen: dict[str, int] = {}
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
         if item is None:
@@ -140,13 +144,12 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
             errs.append(FieldError(item_path, _TYPE_MESSAGES[type(node.items)]))
             continue
         _check(item, node.items, item_path, errs)
-        key = item.get(node.map_key) if node.map_key and isinstance(item, dict) else None
-        if isinstance(key, str):
-            if key in seen:
-                errs.append(
-                    FieldError(f"{item_path}.{node.map_key}", f"duplicate value {quote(key)}")
-                )
-            seen.add(key)
+        if node.map_key and isinstance(item, dict):
+            key = {node.map_key: item[node.map_key]} if node.map_key in item else {}
+            shown = go_json(key)
+            seen[shown] = seen.get(shown, 0) + 1
+            if seen[shown] == 2:
+                errs.append(FieldError(item_path, f"Duplicate value: {shown}"))
 
 
 _META = Obj(
@@ -325,9 +328,9 @@ def _object_meta_errors(meta: Any) -> list[FieldError]:
             FieldError("metadata.namespace", m) for m in k8s_names.is_dns1123_label(namespace)
         )
     for key, value in (meta.get("labels") or {}).items():
-        path = f"metadata.labels[{key}]"
+        # ValidateLabels names the map, not the entry, for key and value errors alike.
         errs.extend(FieldError("metadata.labels", m) for m in k8s_names.is_qualified_name(str(key)))
-        errs.extend(FieldError(path, m) for m in k8s_names.is_label_value(value))
+        errs.extend(FieldError("metadata.labels", m) for m in k8s_names.is_label_value(value))
     total = 0
     for key, value in (meta.get("annotations") or {}).items():
         # Annotation keys are checked lowercased (apimachinery ValidateAnnotations).

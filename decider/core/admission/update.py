@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from decider.core import constants as c
-from decider.core.admission import cel, independent
+from decider.core.admission import cel, crd, independent
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -21,6 +21,7 @@ from decider.core.admission._util import (
     gate_values,
     semantic_equal,
 )
+from decider.core.admission.create import rjob_name_errors, unknown_field_errors
 from decider.core.admission.defaulting import apply_structural_defaults
 from decider.core.admission.schema import schema_errors
 from decider.core.errors import FieldError
@@ -162,10 +163,16 @@ def validate_update(
     """Update-time errors (CEL immutability rules, spec §3.2, and the webhook's update rules
     §3.4, plus this project's reconciliation-mode rules). Never raises."""
     try:
+        errs = unknown_field_errors(new)
+        if errs:
+            return errs
         new_d = apply_structural_defaults(new)
         old_d = apply_structural_defaults(old)
-        errs = schema_errors(new_d)
         new_spec = as_dict(new_d).get("spec")
+        # No mutating webhook on update: quantities stay as sent, checked by the CRD's pattern.
+        errs = crd.quantity_pattern_errors(new_spec)
+        errs.extend(schema_errors(new_d))
+        errs.extend(rjob_name_errors(new_spec))
         errs.extend(cel.spec_rule_errors(new_spec))
         errs.extend(cel.transition_rule_errors(new_spec, as_dict(old_d).get("spec")))
         if errs:
