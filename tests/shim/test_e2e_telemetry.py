@@ -59,14 +59,18 @@ def test_reconcile_is_the_parent_of_the_decision_and_of_the_api_calls(cluster, s
         cluster.create_jobset(jobset("tr", rjob("workers", 2)))
         wait_for(lambda: cluster.job_names("tr-") == ["tr-workers-0", "tr-workers-1"],
                  what="jobs created")
+        wait_for(lambda: (cluster.jobset("tr").get("status") or {}).get("replicatedJobsStatus"),
+                 what="status written")
         shims.stop_all()
     finished = spans.get_finished_spans()
-    decides = [s for s in finished if s.name == "decider.v1.Decider/Decide"
-               and s.attributes.get("decider.actions.CreateJob") == 2]
-    assert decides, [s.name for s in finished]
-    decide = decides[0]
     by_id = _by_id(finished)
-    reconcile = by_id[decide.parent.span_id]
+    # The pass that created the Jobs (a pass cut short by the shutdown ends NotLeader).
+    passes = [(by_id[s.parent.span_id], s) for s in finished
+              if s.name == "decider.v1.Decider/Decide"
+              and s.attributes.get("decider.actions.CreateJob") == 2
+              and by_id[s.parent.span_id].attributes["shim.reconcile.result"] == "ok"]
+    assert passes, [s.name for s in finished]
+    reconcile, decide = passes[0]
     assert reconcile.name == "shim.reconcile"
     assert reconcile.context.trace_id == decide.context.trace_id
     assert reconcile.parent is None  # the root of the trace
