@@ -26,11 +26,32 @@ from decider.decision_log import DecisionLog, record_line
 from decider.dispatch import INVALID_ARGUMENT, OK, STATUS_NAMES, WANT_FACTS, WANT_RECORD, Reply
 from decider.pool import WorkerPool
 from decider.version import VERSION
-from decider_client.telemetry import Telemetry
+from decider_client.telemetry import MetricSpec, Telemetry
 
 log = logging.getLogger("decider.rpc")
 
 SERVICE = "decider.v1.Decider"
+
+# Every metric the decider exports (README "Observability"; the dashboard queries only these).
+METRICS = (
+    MetricSpec("decider.decisions", "observable_counter", "{decision}",
+               "Decider RPCs answered, by rpc.method and outcome (ok, invalid, error)"),
+    MetricSpec("decider.decision.duration", "histogram", "s",
+               "Time to answer a Decider RPC, waiting for a worker included"),
+    MetricSpec("decider.actions", "observable_counter", "{action}",
+               "Actions planned, by action.type"),
+    MetricSpec("decider.restarts", "observable_counter", "{restart}",
+               "JobSet restarts decided, by failure_policy.action and failure_policy.rule"),
+    MetricSpec("decider.jobsets.finished", "observable_counter", "{jobset}",
+               "JobSets decided to have finished, by terminal_state"),
+    MetricSpec("decider.decision_log.dropped", "observable_counter", "{record}",
+               "Decision-log lines dropped because the writer fell behind"),
+    MetricSpec("decider.workers.busy", "gauge", "{worker}", "Decision workers deciding now"),
+    MetricSpec("decider.requests.waiting", "gauge", "{request}",
+               "Requests waiting for a free decision worker"),
+    MetricSpec("decider.workers.replaced", "observable_counter", "{worker}",
+               "Workers killed (deadline, caller gone) or lost, and replaced"),
+)
 
 
 def outcome(code: int) -> str:
@@ -89,41 +110,21 @@ class RpcTelemetry:
         self.finished = _Tally(("terminal_state",))
         self.dropped = _Tally(())
         meter = telemetry.meter
-        for name, tally, unit, description in (
-            ("decider.decisions", self.decisions, "{decision}",
-             "Decider RPCs answered, by method and outcome (ok, invalid, error)"),
-            ("decider.actions", self.actions, "{action}", "Actions planned, by type"),
-            ("decider.restarts", self.restarts, "{restart}",
-             "JobSet restarts decided, by failure-policy action and rule"),
-            ("decider.jobsets.finished", self.finished, "{jobset}",
-             "JobSets decided to have finished, by terminal state"),
-            ("decider.decision_log.dropped", self.dropped, "{record}",
-             "Decision-log lines dropped because the writer fell behind"),
-        ):
-            meter.create_observable_counter(name, [tally.observe], unit=unit,
-                                            description=description)
-        self.duration = meter.create_histogram(
-            "decider.decision.duration", unit="s",
-            description="Time to answer a Decider RPC, waiting for a worker included")
+        callbacks: dict[str, Any] = {
+            "decider.decisions": self.decisions.observe,
+            "decider.actions": self.actions.observe,
+            "decider.restarts": self.restarts.observe,
+            "decider.jobsets.finished": self.finished.observe,
+            "decider.decision_log.dropped": self.dropped.observe,
+            "decider.workers.busy": lambda options: [Observation(pool.busy)],
+            "decider.requests.waiting": lambda options: [Observation(pool.waiting)],
+            "decider.workers.replaced": lambda options: [Observation(pool.replaced)],
+        }
+        instruments = {spec.name: spec.create(meter, callbacks.get(spec.name))
+                       for spec in METRICS}
+        self.duration = instruments["decider.decision.duration"]
         if decision_log is not None:
             decision_log._on_drop = lambda: self.dropped.add(1)
-
-        def busy(options: CallbackOptions) -> list[Observation]:
-            return [Observation(pool.busy)]
-
-        def waiting(options: CallbackOptions) -> list[Observation]:
-            return [Observation(pool.waiting)]
-
-        def replaced(options: CallbackOptions) -> list[Observation]:
-            return [Observation(pool.replaced)]
-
-        meter.create_observable_gauge("decider.workers.busy", [busy], unit="{worker}",
-                                      description="Decision workers deciding right now")
-        meter.create_observable_gauge("decider.requests.waiting", [waiting], unit="{request}",
-                                      description="Requests waiting for a free worker")
-        meter.create_observable_counter(
-            "decider.workers.replaced", [replaced], unit="{worker}",
-            description="Workers killed (deadline, caller gone) or lost, and replaced")
 
     def start(self, method: str, context: Any) -> Call:
         return Call(method, time.monotonic(), time.time_ns(), context)

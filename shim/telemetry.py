@@ -18,7 +18,20 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from decider_client.telemetry import Telemetry, disabled
+from decider_client.telemetry import MetricSpec, Telemetry, disabled
+
+# Every metric the shim exports (README "Observability"; the dashboard queries only these).
+METRICS = (
+    MetricSpec("shim.reconcile.duration", "histogram", "s",
+               "One observe, decide, apply pass of a JobSet, by result"),
+    MetricSpec("shim.queue.depth", "gauge", "{jobset}", "JobSets waiting for a reconcile pass"),
+    MetricSpec("shim.api.requests", "counter", "{request}",
+               "Kubernetes API requests (watches excepted), by verb, resource and code"),
+    MetricSpec("shim.api.request.duration", "histogram", "s",
+               "Kubernetes API request time, Retry-After waits included"),
+    MetricSpec("shim.decider.errors", "counter", "{error}",
+               "Decide calls that failed, by rpc.grpc.status_code"),
+)
 
 
 def api_verb(method: str, name: str) -> str:
@@ -52,24 +65,16 @@ class ShimTelemetry:
         self.telemetry = telemetry or disabled()
         meter = self.telemetry.meter
         self.tracer = self.telemetry.tracer
-        self.reconcile_duration = meter.create_histogram(
-            "shim.reconcile.duration", unit="s",
-            description="One observe, decide, apply pass of a JobSet, by result")
-        self.api_requests = meter.create_counter(
-            "shim.api.requests", unit="{request}",
-            description="Kubernetes API requests (watches excepted), by verb, resource and code")
-        self.api_duration = meter.create_histogram(
-            "shim.api.request.duration", unit="s",
-            description="Kubernetes API request time, Retry-After waits included")
-        self.decider_errors = meter.create_counter(
-            "shim.decider.errors", unit="{error}",
-            description="Decide calls that failed, by gRPC status code")
 
         def depth(options: CallbackOptions) -> list[Observation]:
             return [Observation(queue_depth())]
 
-        meter.create_observable_gauge("shim.queue.depth", [depth], unit="{jobset}",
-                                      description="JobSets waiting for a reconcile pass")
+        made = {spec.name: spec.create(meter, depth if spec.kind == "gauge" else None)
+                for spec in METRICS}
+        self.reconcile_duration = made["shim.reconcile.duration"]
+        self.api_requests = made["shim.api.requests"]
+        self.api_duration = made["shim.api.request.duration"]
+        self.decider_errors = made["shim.decider.errors"]
 
     @contextlib.contextmanager
     def reconcile(self, namespace: str, name: str) -> Iterator[Any]:

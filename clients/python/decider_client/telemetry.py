@@ -280,3 +280,43 @@ def _logging(resource: Any, names: list[str], protocol: str, extra: Sequence[Any
         provider.shutdown()
 
     shutdowns.append(stop)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric the decider or the shim exports: declared once, created from here, so the
+    README's names and the dashboard's queries can be checked against what the code makes."""
+
+    name: str
+    kind: str  # counter | histogram | gauge | observable_counter
+    unit: str
+    description: str
+
+    def create(self, meter: metrics.Meter, callback: Callable[..., Any] | None = None) -> Any:
+        if self.kind == "counter":
+            return meter.create_counter(self.name, unit=self.unit, description=self.description)
+        if self.kind == "histogram":
+            return meter.create_histogram(self.name, unit=self.unit,
+                                          description=self.description)
+        if callback is None:
+            raise ValueError(f"{self.name}: an observable {self.kind} needs a callback")
+        if self.kind == "gauge":
+            return meter.create_observable_gauge(self.name, [callback], unit=self.unit,
+                                                 description=self.description)
+        return meter.create_observable_counter(self.name, [callback], unit=self.unit,
+                                               description=self.description)
+
+    def prometheus_series(self) -> tuple[str, ...]:
+        """The series names a Prometheus scrape shows for this metric (OpenTelemetry's
+        Prometheus exporter: dots to underscores, a unit suffix, `_total` on counters)."""
+        from opentelemetry.exporter.prometheus import map_unit, sanitize_full_name
+
+        base = sanitize_full_name(self.name)
+        unit = map_unit(self.unit)
+        if unit and not base.endswith("_" + unit):
+            base = f"{base}_{unit}"
+        if self.kind in ("counter", "observable_counter"):
+            return (f"{base}_total",)
+        if self.kind == "histogram":
+            return (f"{base}_bucket", f"{base}_sum", f"{base}_count")
+        return (base,)
