@@ -24,6 +24,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from decider import worker as worker_main
@@ -56,14 +58,17 @@ class Busy(Exception):
 
 
 class _Channel(asyncio.Protocol):
-    """The server's end of one worker's socket: frames the replies."""
+    """The server's end of one worker's socket: frames the replies and hands each to the pool
+    as soon as it is whole, from the event loop's read callback."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiter: asyncio.Future[Reply] | None = None
         self.closed = False
+        # Set by the pool once the worker is ready: (reply) and (connection lost) callbacks.
+        self.on_reply: Callable[[Reply], None] | None = None
+        self.on_lost: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -77,49 +82,52 @@ class _Channel(asyncio.Protocol):
                 return
             del self.buffer[:1]
             self.ready.set_result(None)
-        self._deliver()
-
-    def _deliver(self) -> None:
-        if self.waiter is None or len(self.buffer) < _REPLY.size:
-            return
-        code, n_body, n_facts, n_record = _REPLY.unpack_from(self.buffer)
-        end = _REPLY.size + n_body + n_facts + n_record
-        if len(self.buffer) < end:
-            return
-        view = memoryview(self.buffer)
-        start = _REPLY.size
-        reply = Reply(code, bytes(view[start:start + n_body]),
-                      bytes(view[start + n_body:start + n_body + n_facts]),
-                      bytes(view[start + n_body + n_facts:end]))
-        view.release()
-        del self.buffer[:end]
-        waiter, self.waiter = self.waiter, None
-        if not waiter.done():
-            waiter.set_result(reply)
+        while len(self.buffer) >= _REPLY.size:
+            code, n_body, n_facts, n_record = _REPLY.unpack_from(self.buffer)
+            end = _REPLY.size + n_body + n_facts + n_record
+            if len(self.buffer) < end:
+                return
+            view = memoryview(self.buffer)
+            start = _REPLY.size
+            reply = Reply(code, bytes(view[start:start + n_body]),
+                          bytes(view[start + n_body:start + n_body + n_facts]),
+                          bytes(view[start + n_body + n_facts:end]))
+            view.release()
+            del self.buffer[:end]
+            if self.on_reply is not None:
+                self.on_reply(reply)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        error = ConnectionError(f"worker connection closed: {exc or 'end of file'}")
         if not self.ready.done():
-            self.ready.set_exception(error)
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(error)
+            self.ready.set_exception(ConnectionError(
+                f"worker connection closed: {exc or 'end of file'}"))
+        if self.on_lost is not None:
+            self.on_lost()
 
-    def send(self, method_id: int, want: int, payload: bytes) -> asyncio.Future[Reply]:
-        assert self.transport is not None and self.waiter is None
-        waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        if self.closed:
-            waiter.set_exception(ConnectionError("worker connection closed"))
-            return waiter
-        self.waiter = waiter
+    def send(self, method_id: int, want: int, payload: bytes) -> None:
+        assert self.transport is not None
         self.transport.writelines((_REQUEST.pack(method_id, want, len(payload)), payload))
-        return waiter
+
+
+@dataclass(eq=False)
+class _Job:
+    """One request: waiting for a worker (`worker` None) or being decided."""
+
+    method_id: int
+    want: int
+    payload: bytes
+    future: asyncio.Future[Reply]
+    started: float
+    timer: asyncio.TimerHandle | None = None
+    worker: _Worker | None = None
 
 
 class _Worker:
     def __init__(self, proc: asyncio.subprocess.Process, channel: _Channel) -> None:
         self.proc = proc
         self.channel = channel
+        self.job: _Job | None = None
 
     @property
     def pid(self) -> int:
@@ -158,9 +166,8 @@ class WorkerPool:
         self.max_pending = max_pending
         self.start_timeout = start_timeout
         self._idle: collections.deque[_Worker] = collections.deque()
-        self._waiters: collections.deque[asyncio.Future[_Worker]] = collections.deque()
+        self._pending: collections.deque[_Job] = collections.deque()
         self._all: set[_Worker] = set()
-        self._busy: set[_Worker] = set()
         # A started worker kept aside: a killed worker's place is taken at once, rather than
         # after the half second a new process needs to import the decider.
         self._spare: _Worker | None = None
@@ -208,6 +215,8 @@ class WorkerPool:
             why = await w.exit_description() if not isinstance(exc, RuntimeError) else str(exc)
             w.kill()
             raise RuntimeError(f"worker {proc.pid} {why} before it was ready") from None
+        channel.on_reply = lambda reply: self._on_reply(w, reply)
+        channel.on_lost = lambda: self._on_lost(w)
         return w
 
     def _retire(self, w: _Worker) -> None:
@@ -220,9 +229,9 @@ class WorkerPool:
             return
         self.replaced += 1
         spare, self._spare = self._spare, None
-        if spare is not None and spare.proc.returncode is None:
+        if spare is not None and spare.proc.returncode is None and not spare.channel.closed:
             self._all.add(spare)
-            self._release(spare)
+            self._next(spare)
         self._background(self._replace())
 
     def _background(self, coro: Any) -> None:
@@ -251,7 +260,7 @@ class WorkerPool:
             # The pool first: a member may have died while there was no spare to stand in.
             if len(self._all) < self.size:
                 self._all.add(w)
-                self._release(w)
+                self._next(w)
             elif self._spare is None:
                 self._spare = w
             else:
@@ -275,9 +284,9 @@ class WorkerPool:
                 w.kill()
                 await w.proc.wait()
         self._all.clear()
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_exception(ConnectionError("the decider is stopping"))
+        for job in self._pending:
+            if not job.future.done():
+                job.future.set_exception(WorkerLost("the decider is stopping"))
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -287,11 +296,11 @@ class WorkerPool:
 
     @property
     def busy(self) -> int:
-        return len(self._busy)
+        return sum(1 for w in self._all if w.job is not None)
 
     @property
     def waiting(self) -> int:
-        return sum(1 for w in self._waiters if not w.done())
+        return sum(1 for job in self._pending if not job.future.done())
 
     @property
     def worker_pids(self) -> set[int]:
@@ -299,66 +308,106 @@ class WorkerPool:
 
     @property
     def busy_pids(self) -> set[int]:
-        return {w.pid for w in self._busy}
+        return {w.pid for w in self._all if w.job is not None}
 
-    def _release(self, w: _Worker) -> None:
-        """A free worker goes to the longest-waiting request, else back to the idle list."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(w)
+    # Requests are driven by callbacks, not coroutines: a worker's reply is read, its request
+    # answered and the next waiting request written to it in one read callback, so a worker
+    # is never left idle while the event loop gets round to a waiting coroutine.
+
+    def _begin(self, job: _Job, w: _Worker) -> None:
+        job.worker, w.job = w, job
+        w.channel.send(job.method_id, job.want, job.payload)
+
+    def _next(self, w: _Worker) -> None:
+        """A free worker takes the longest-waiting request, or goes back to the idle list."""
+        while self._pending:
+            job = self._pending.popleft()
+            if not job.future.done():
+                self._begin(job, w)
                 return
         self._idle.append(w)
 
-    async def _acquire(self, timeout: float) -> _Worker:
+    def _finish(self, job: _Job) -> None:
+        if job.timer is not None:
+            job.timer.cancel()
+        w, job.worker = job.worker, None
+        if w is not None:
+            w.job = None
+
+    def _on_reply(self, w: _Worker, reply: Reply) -> None:
+        job = w.job
+        if job is None:
+            return  # a reply to a request given up on: the worker is being retired
+        self._finish(job)
+        if not job.future.done():
+            job.future.set_result(reply)
+        self._next(w)
+
+    def _on_lost(self, w: _Worker) -> None:
+        job = w.job
+        if w in self._idle:
+            self._idle.remove(w)
+        if w is self._spare and not self._closed:
+            self._spare = None
+            self._background(self._replace())
+            return
+        if w not in self._all:
+            return  # retired on purpose
+        if job is not None:
+            self._finish(job)
+            self._background(self._report_lost(w, job))
+        self._retire(w)
+
+    async def _report_lost(self, w: _Worker, job: _Job) -> None:
+        why = await w.exit_description()
+        if not job.future.done():
+            job.future.set_exception(WorkerLost(f"the decision worker {why}"))
+
+    def _expire(self, job: _Job) -> None:
+        if job.future.done():
+            return
+        elapsed = asyncio.get_running_loop().time() - job.started
+        w = job.worker
+        self._finish(job)
+        job.future.set_exception(Overrun(elapsed, ran=w is not None))
+        if w is not None:
+            self._retire(w)
+
+    def _abandon(self, job: _Job) -> None:
+        """The caller went away: a decision for nobody must not go on using a core."""
+        w = job.worker
+        self._finish(job)
+        if not job.future.done():
+            job.future.cancel()
+        if w is not None:
+            self._retire(w)
+
+    def submit(self, method: str, payload: bytes, timeout: float, want: int = 0) -> _Job:
+        """Start a request at once if a worker is idle, else queue it; Busy if the queue is
+        full. The job's future gets the reply, or Overrun or WorkerLost."""
+        loop = asyncio.get_running_loop()
+        job = _Job(METHOD_IDS.get(method, 255), want, payload, loop.create_future(),
+                   loop.time())
         if self._idle:
-            return self._idle.popleft()
-        if len(self._waiters) >= self.max_pending:
-            # Waits that ended (timed out, caller gone) leave their futures behind until a
-            # worker is released; drop them before counting.
-            self._waiters = collections.deque(w for w in self._waiters if not w.done())
-            if len(self._waiters) >= self.max_pending:
-                raise Busy(f"{len(self._waiters)} requests are already waiting for a "
-                           "decision worker")
-        waiter: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            return await asyncio.wait_for(waiter, timeout)
-        except BaseException:
-            # Given a worker just as the wait ended (time out, the caller gone): pass it on.
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self._release(waiter.result())
-            raise
+            self._begin(job, self._idle.popleft())
+        else:
+            if len(self._pending) >= self.max_pending:
+                # Requests that ended while waiting leave their jobs behind until a worker
+                # frees up; drop them before counting.
+                self._pending = collections.deque(j for j in self._pending
+                                                  if not j.future.done())
+                if len(self._pending) >= self.max_pending:
+                    raise Busy(f"{len(self._pending)} requests are already waiting for a "
+                               "decision worker")
+            self._pending.append(job)
+        job.timer = loop.call_later(max(timeout, 0.0), self._expire, job)
+        return job
 
     async def run(self, method: str, payload: bytes, timeout: float, want: int = 0) -> Reply:
         """The worker's reply; Overrun, WorkerLost or Busy when there is none."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        job = self.submit(method, payload, timeout, want)
         try:
-            w = await self._acquire(timeout)
-        except TimeoutError:
-            raise Overrun(loop.time() - started, ran=False) from None
-        left = timeout - (loop.time() - started)
-        if left <= 0:
-            self._release(w)
-            raise Overrun(loop.time() - started, ran=False)
-        self._busy.add(w)
-        try:
-            reply = await asyncio.wait_for(
-                w.channel.send(METHOD_IDS.get(method, 255), want, payload), left)
-        except TimeoutError:
-            self._retire(w)
-            raise Overrun(loop.time() - started, ran=True) from None
-        except ConnectionError as exc:
-            why = await w.exit_description()
-            self._retire(w)
-            raise WorkerLost(f"the decision worker {why}") from exc
-        except BaseException:
-            # Cancelled (the caller went away, or the server is stopping): the decision must
-            # not go on using a core for nobody.
-            self._retire(w)
+            return await job.future
+        except asyncio.CancelledError:
+            self._abandon(job)
             raise
-        finally:
-            self._busy.discard(w)
-        self._release(w)
-        return reply

@@ -14,7 +14,7 @@ like any other, shares it without importing the decider.
   to scrape, through OpenTelemetry's Prometheus exporter.
 
 Telemetry must never hurt a decision: an unreachable collector costs one log line a minute, and
-shutdown waits at most half a second for the last export.
+shutdown waits at most a quarter of a second for the last export.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SIGNAL_EXPORTERS = {"traces": ("otlp", "console", "none"),
                     "metrics": ("otlp", "console", "prometheus", "none"),
                     "logs": ("otlp", "console", "none")}
 DEFAULT_PROMETHEUS_PORT = 9464
-SHUTDOWN_SECONDS = 0.5
+SHUTDOWN_SECONDS = 0.25
 # Decisions take from a fraction of a millisecond to seconds.
 SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                    5.0, 10.0, 30.0)
