@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from decider_client import observe, render
-from decider_client.documents import load_objects, split_jobset, split_subject
+from decider_client.documents import group_by_jobset, jobset_key, load_objects, split_subject
 from decider_client.errors import ObservationError
+from decider_client.version import version_line
 
 EXIT_INVALID = 2
 EXIT_UNAVAILABLE = 1
@@ -85,7 +86,7 @@ def _call_remote(target: str, method: str, request: Any) -> Any:
         except grpc.RpcError as exc:
             code = exc.code()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise UsageError(exc.details()) from None
+                raise UsageError(_flag_named(exc.details())) from None
             _fail(f"{target}: {code.name}: {exc.details()}", EXIT_UNAVAILABLE)
 
 
@@ -99,7 +100,14 @@ def _call_local(method: str, request: Any) -> Any:
     try:
         return dispatch.answer_message(name, request, DEFAULT)
     except (InvalidInput, TooLarge) as exc:
-        raise UsageError(dispatch.safe_text(str(exc))) from None
+        raise UsageError(_flag_named(dispatch.safe_text(str(exc)))) from None
+
+
+def _flag_named(message: str) -> str:
+    """The decider names request fields; where a flag set the field, name the flag too."""
+    if message.startswith("options.feature_gates"):
+        return f"--feature-gates: {message}"
+    return message
 
 
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
@@ -110,13 +118,33 @@ def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
 
 def cmd_decide(args: argparse.Namespace) -> int:
     objects = load_objects(_read(args.file), args.file)
-    jobset, owned = split_jobset(objects, args.file)
-    request = observe.build_decide_request(
-        jobset, owned, parse_now(args.now), controller_name=args.controller_name,
-        feature_gates=parse_gates(args.feature_gates), gang_api_version=args.gang_api_version,
-        gang_target=args.gang_target)
-    response = _call(args, "decide", request)
-    sys.stdout.write(render.dumps(render.plan_to_dict(response), args.output))
+    groups = group_by_jobset(objects, args.file)
+    if args.name:
+        wanted = args.name if "/" in args.name else None
+        picked = [g for g in groups if jobset_key(g[0]) == wanted
+                  or (wanted is None and jobset_key(g[0]).split("/", 1)[1] == args.name)]
+        if len(picked) != 1:
+            raise UsageError(f"--name: {'no' if not picked else 'more than one'} JobSet "
+                             f"{args.name!r} in {args.file} (it holds "
+                             + ", ".join(jobset_key(g[0]) for g in groups) + ")"
+                             + ("; name it as namespace/name" if picked else ""))
+        groups = picked
+    now = parse_now(args.now)
+    gates = parse_gates(args.feature_gates)
+    plans: dict[str, Any] = {}
+    for jobset, owned in groups:
+        request = observe.build_decide_request(
+            jobset, owned, now, controller_name=args.controller_name, feature_gates=gates,
+            gang_api_version=args.gang_api_version, gang_target=args.gang_target)
+        key = jobset_key(jobset)
+        try:
+            response = _call(args, "decide", request)
+        except UsageError as exc:
+            raise UsageError(f"{key}: {exc}" if len(groups) > 1 else str(exc)) from None
+        plans[key] = render.plan_to_dict(response)
+    # One JobSet: its plan, as always. Several: every plan, keyed by namespace/name.
+    out = next(iter(plans.values())) if len(plans) == 1 else plans
+    sys.stdout.write(render.dumps(out, args.output))
     return 0
 
 
@@ -312,6 +340,7 @@ def _serve_flags(serve: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="decider", description="A stateless decider for Kubernetes JobSets.")
+    parser.add_argument("--version", action="version", version=version_line("decider"))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     serve = sub.add_parser("serve", help="run the gRPC server")
@@ -320,7 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     decide = sub.add_parser("decide", help="one reconcile pass: print the plan")
     decide.add_argument("-f", "--file", required=True,
-                        help="YAML/JSON: one JobSet and the objects it owns ('-' for stdin)")
+                        help="YAML/JSON: JobSets and the objects they own, as `kubectl get "
+                             "jobset,jobs,svc -o yaml` prints them ('-' for stdin); several "
+                             "JobSets print a plan each, keyed by namespace/name")
+    decide.add_argument("--name", default="",
+                        help="decide only this JobSet of the file (NAME or NAMESPACE/NAME)")
     decide.add_argument("--now", help="the time of the decision, RFC 3339 (default: now)")
     decide.add_argument("--feature-gates", help="e.g. RestartJob=true,ElasticJobSet=true")
     decide.add_argument("--controller-name", default="",

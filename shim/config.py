@@ -8,6 +8,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from decider_client.version import version_line
 from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
 
 DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
@@ -236,7 +237,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="longest Retry-After honoured, seconds (env SHIM_KUBE_API_MAX_RETRY_WAIT, "
         "default %(default)s)",
     )
-    p.add_argument("--workers", type=int, default=int(e("SHIM_WORKERS", "4")))
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=int(e("SHIM_WORKERS", "4")),
+        help="JobSets reconciled at once (env SHIM_WORKERS, default %(default)s)",
+    )
     p.add_argument(
         "--max-parallel-writes",
         type=int,
@@ -252,24 +258,50 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument(
         "--leader-elect-namespace",
         default=e("SHIM_LEADER_ELECT_NAMESPACE", "") or default_lease_namespace(env),
+        help="namespace of the Lease (env SHIM_LEADER_ELECT_NAMESPACE; default: the pod's "
+        "namespace (POD_NAMESPACE or the service account's), else default)",
     )
     p.add_argument(
-        "--leader-elect-name", default=e("SHIM_LEADER_ELECT_NAME", "jobset-decider-shim")
+        "--leader-elect-name",
+        default=e("SHIM_LEADER_ELECT_NAME", "jobset-decider-shim"),
+        help="name of the Lease (env SHIM_LEADER_ELECT_NAME, default %(default)s)",
     )
     p.add_argument(
         "--leader-elect-identity",
         default=e("POD_NAME", ""),
         help="holder identity; default hostname_pid (env POD_NAME)",
     )
-    p.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
-    p.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
-    p.add_argument("--leader-elect-retry-period", type=float, default=2.0)
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a standby waits after the last renewal before taking the Lease "
+        "(default %(default)s, as client-go)",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps trying to renew before it stops writing and exits "
+        "(default %(default)s, as client-go)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between tries to acquire or renew the Lease (default %(default)s)",
+    )
     p.add_argument(
         "--once",
         action="store_true",
         help="one pass over every managed JobSet, then exit (0: all passes succeeded)",
     )
-    p.add_argument("--log-level", default=e("SHIM_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--log-level",
+        default=e("SHIM_LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING or ERROR (env SHIM_LOG_LEVEL, default %(default)s)",
+    )
+    p.add_argument("--version", action="version", version=version_line("decider-shim"))
     return p
 
 
