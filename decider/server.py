@@ -83,6 +83,8 @@ class ServerConfig:
     reflection: bool = True
     drain_delay: float = DEFAULT_DRAIN_DELAY_SECONDS
     grace: float = DEFAULT_GRACE_SECONDS
+    # Set: also serve the admission webhook (decider/webhook.py) from this process's workers.
+    webhook: Any = None
 
     @property
     def worker_count(self) -> int:
@@ -152,9 +154,12 @@ class Running:
     port: int
     health: health_async.HealthServicer
     pool: WorkerPool
+    webhook: Any = None
 
     async def stop(self, grace: float | None) -> None:
         await self.server.stop(grace)
+        if self.webhook is not None:
+            await self.webhook.stop()
         await self.pool.close()
 
 
@@ -180,15 +185,23 @@ async def start(config: ServerConfig, interceptors: list[Any] | None = None) -> 
     if port == 0:
         raise OSError(f"cannot bind {config.address}")
     await pool.start()
+    webhook = None
     try:
+        if config.webhook is not None:
+            from decider.webhook import Webhook
+
+            webhook = Webhook(pool, config.webhook, config.max_decision_seconds)
+            await webhook.start()
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     except BaseException:
         await server.stop(None)
+        if webhook is not None:
+            await webhook.stop()
         await pool.close()
         raise
-    return Running(server, port, health_servicer, pool)
+    return Running(server, port, health_servicer, pool, webhook)
 
 
 async def drain(running: Running, config: ServerConfig, force: asyncio.Event) -> None:
@@ -207,6 +220,8 @@ async def drain(running: Running, config: ServerConfig, force: asyncio.Event) ->
         await running.server.stop(0)
         await stopping
     forced.cancel()
+    if running.webhook is not None:
+        await running.webhook.stop()
     await running.pool.close()
 
 
@@ -250,6 +265,11 @@ class BackgroundServer:
     def target(self) -> str:
         host = self.config.address.rsplit(":", 1)[0]
         return f"{host}:{self.port}"
+
+    @property
+    def webhook_port(self) -> int:
+        assert self._running is not None and self._running.webhook is not None
+        return int(self._running.webhook.port)
 
     @property
     def pool(self) -> WorkerPool:
