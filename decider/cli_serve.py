@@ -51,6 +51,7 @@ def server_config(args: argparse.Namespace) -> Any:
             raise UsageError(f"{flag}: must be greater than 0, got {value}")
     for flag, value in {"--workers": args.workers, "--grace": args.grace,
                         "--drain-delay": args.drain_delay,
+                        "--max-connection-age": args.max_connection_age,
                         "--max-worker-memory-mb": args.max_worker_memory_mb}.items():
         if value < 0:
             raise UsageError(f"{flag}: must not be negative, got {value}")
@@ -65,7 +66,8 @@ def server_config(args: argparse.Namespace) -> Any:
                         max_pending=args.max_pending,
                         max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
                         reflection=args.reflection, drain_delay=args.drain_delay,
-                        grace=args.grace, webhook=webhook)
+                        grace=args.grace, webhook=webhook,
+                        max_connection_age=args.max_connection_age)
 
 
 def webhook_config(args: argparse.Namespace) -> Any:
@@ -199,6 +201,7 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
     from decider.server import (
         DEFAULT_DRAIN_DELAY_SECONDS,
         DEFAULT_GRACE_SECONDS,
+        DEFAULT_MAX_CONNECTION_AGE_SECONDS,
         DEFAULT_MAX_DECISION_SECONDS,
         DEFAULT_MAX_PENDING,
     )
@@ -219,6 +222,12 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
                       help="on SIGTERM, seconds to keep accepting RPCs after health goes "
                            f"NOT_SERVING, so load balancers notice (default "
                            f"{DEFAULT_DRAIN_DELAY_SECONDS:g})")
+    life.add_argument("--max-connection-age", type=float,
+                      default=DEFAULT_MAX_CONNECTION_AGE_SECONDS,
+                      help="seconds before a client connection is closed (calls in flight "
+                           "finish), so clients balancing over a headless Service find new "
+                           "replicas (default "
+                           f"{DEFAULT_MAX_CONNECTION_AGE_SECONDS:g}; 0: never)")
     life.add_argument("--grace", type=float, default=DEFAULT_GRACE_SECONDS,
                       help="then, seconds in-flight RPCs get to finish (default "
                            f"{DEFAULT_GRACE_SECONDS:g})")

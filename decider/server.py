@@ -38,6 +38,7 @@ DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_DRAIN_DELAY_SECONDS = 5.0
 DEFAULT_MAX_DECISION_SECONDS = 10.0
 DEFAULT_MAX_PENDING = 1024
+DEFAULT_MAX_CONNECTION_AGE_SECONDS = 300.0
 _STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
 
@@ -85,17 +86,24 @@ class ServerConfig:
     grace: float = DEFAULT_GRACE_SECONDS
     # Set: also serve the admission webhook (decider/webhook.py) from this process's workers.
     webhook: Any = None
+    # Clients are sent away (GOAWAY, calls in flight finish) after this long, so a client
+    # balancing over a headless Service resolves it again and finds new replicas. 0: never.
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE_SECONDS
 
     @property
     def worker_count(self) -> int:
         return self.workers or available_cpus()
 
 
-def server_options(max_message_bytes: int) -> list[tuple[str, Any]]:
+def server_options(max_message_bytes: int,
+                   max_connection_age: float = 0.0) -> list[tuple[str, Any]]:
     # Port sharing is on by default in grpcio: a second server would silently bind the same port.
-    return [("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", max_message_bytes)]
+    options: list[tuple[str, Any]] = [("grpc.so_reuseport", 0),
+                                      ("grpc.max_receive_message_length", max_message_bytes),
+                                      ("grpc.max_send_message_length", max_message_bytes)]
+    if max_connection_age > 0:
+        options.append(("grpc.max_connection_age_ms", int(max_connection_age * 1000)))
+    return options
 
 
 class DeciderService:
@@ -167,7 +175,8 @@ async def start(config: ServerConfig, interceptors: list[Any] | None = None) -> 
     """Bind, start the workers, then serve; returns once both take requests."""
     pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
                       max_pending=config.max_pending)
-    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes),
+    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes,
+                                                    config.max_connection_age),
                              interceptors=interceptors or ())
     server.add_generic_rpc_handlers((DeciderService(pool, config).handler(),))
     # The asynchronous health servicer: the synchronous one fails every Check under an aio

@@ -101,6 +101,8 @@ class Config:
     kube_api_max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT
     once: bool = False
     log_level: str = "INFO"
+    # 0: no health endpoint (shim/health.py).
+    healthz_port: int = 0
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -301,6 +303,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default=e("SHIM_LOG_LEVEL", "INFO"),
         help="DEBUG, INFO, WARNING or ERROR (env SHIM_LOG_LEVEL, default %(default)s)",
     )
+    p.add_argument(
+        "--healthz-port",
+        type=int,
+        default=int(e("SHIM_HEALTHZ_PORT", "0")),
+        help="serve /healthz (liveness) and /readyz (readiness) over HTTP on this port "
+        "(env SHIM_HEALTHZ_PORT; default 0: off)",
+    )
     p.add_argument("--version", action="version", version=version_line("decider-shim"))
     return p
 
@@ -317,6 +326,8 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         )
     if args.kube_api_qps > 0 and args.kube_api_burst < 1:
         parser.error("--kube-api-burst must be at least 1 when --kube-api-qps is set")
+    if not 0 <= args.healthz_port <= 65535:
+        parser.error(f"--healthz-port: must be 0..65535, got {args.healthz_port}")
     if args.kube_api_max_retries < 0 or args.kube_api_max_retry_wait < 0:
         parser.error("--kube-api-max-retries and --kube-api-max-retry-wait must not be negative")
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
@@ -350,4 +361,5 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         retry_period=args.leader_elect_retry_period,
         once=args.once,
         log_level=args.log_level,
+        healthz_port=args.healthz_port,
     )

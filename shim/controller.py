@@ -104,6 +104,10 @@ class Shim:
 
     # ---- leadership -----------------------------------------------------------------------
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def is_leader(self) -> bool:
         if self._stop.is_set():
             return False
