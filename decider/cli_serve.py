@@ -284,8 +284,10 @@ def _webhook_flags(serve: argparse.ArgumentParser) -> None:
     signed = serve.add_argument_group(
         "--webhook-self-signed: make the certificate at start, keep it in a Secret, and set "
         "the webhook configurations' caBundle through the Kubernetes API")
-    signed.add_argument("--webhook-self-signed", action="store_true",
-                        help="instead of --webhook-cert-file/--webhook-key-file")
+    signed.add_argument("--webhook-self-signed", action=argparse.BooleanOptionalAction,
+                        default=False,
+                        help="instead of --webhook-cert-file/--webhook-key-file (the last of "
+                             "--webhook-self-signed and --no-webhook-self-signed wins)")
     signed.add_argument("--webhook-service", default="jobset-decider-webhook",
                         help="the webhook's Service, named in the certificate (default "
                              "%(default)s)")
