@@ -216,3 +216,20 @@ def test_bad_webhook_flags_are_one_line_exit_2(args, expected):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("decider: " + expected), last
     assert "Traceback" not in out.stderr
+
+
+def test_two_replicas_starting_together_end_with_one_certificate(kube) -> None:
+    real = webhook_certs.kube_requester(api(kube))
+    now = dt.datetime.now(dt.UTC)
+    raced: list[webhook_certs.Bundle] = []
+
+    def request(method: str, path: str, body: Any, content_type: str) -> Any:
+        if method == "PUT" and not raced:
+            # The other replica writes between this one's read and its write.
+            raced.append(webhook_certs.ensure_bundle(real, CFG, now))
+        return real(method, path, body, content_type)
+
+    mine = webhook_certs.ensure_bundle(request, CFG, now)
+    assert mine == raced[0]
+    assert stored(kube)["tls.crt"] == mine.cert_pem
+    assert len([w for w in kube.writes(method="PUT") if w.code == 409]) == 1
