@@ -166,6 +166,28 @@ def cmd_podsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from decider.limits import DEFAULT
+    from decider.replay import ReplayInputError, replay
+
+    text = _read(args.file)
+    replayed = skipped = differing = 0
+    try:
+        for outcome, ran in replay(text.splitlines(), DEFAULT):
+            if not ran:
+                skipped += 1
+                continue
+            replayed += 1
+            if outcome.differences:
+                differing += 1
+                sys.stdout.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
+    except ReplayInputError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    print(f"decider: replayed {replayed} decision(s), {differing} differ, {skipped} skipped "
+          "(no request logged)", file=sys.stderr)
+    return 1 if differing else 0
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -232,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
     podsets.add_argument("--server", help="ask a running decider at HOST:PORT instead")
     podsets.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     podsets.set_defaults(func=cmd_podsets)
+    replay = sub.add_parser("replay", help="decide every decision-log line again; print those "
+                                           "whose answer differs (exit 1 if any)")
+    replay.add_argument("file", help="a file written by `decider serve --decision-log` "
+                                     "('-' for stdin)")
+    replay.set_defaults(func=cmd_replay)
     return parser
 
 

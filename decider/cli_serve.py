@@ -66,7 +66,7 @@ def server_config(args: argparse.Namespace) -> Any:
                         max_pending=args.max_pending,
                         max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
                         reflection=args.reflection, drain_delay=args.drain_delay,
-                        grace=args.grace, webhook=webhook,
+                        grace=args.grace, decision_log=args.decision_log, webhook=webhook,
                         max_connection_age=args.max_connection_age)
 
 
@@ -154,16 +154,26 @@ def _first_line(exc: BaseException) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from decider import server
+    from decider import server, telemetry
 
     config = server_config(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port: {args.metrics_port} is not a port")
+    logging.basicConfig(level=getattr(logging, args.log_level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if config.webhook is not None and args.webhook_self_signed:
         import dataclasses
 
         cert, key = self_signed_files(args)
         config = dataclasses.replace(config, webhook=dataclasses.replace(
             config.webhook, cert_file=cert, key_file=key))
+    try:
+        otel = telemetry.setup("jobset-decider", metrics_port=args.metrics_port)
+    except telemetry.TelemetryConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--metrics-port: cannot serve metrics on {args.metrics_port}: "
+                         f"{exc.strerror or exc}") from None
 
     def ready(port: int) -> None:
         # This line's last word is the address: shim/local_decider.py reads it.
@@ -171,8 +181,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scheme = "plaintext" if config.tls is None else "TLS, client certificates required" \
             if config.tls.client_ca else "TLS"
         logging.getLogger("decider.server").info(
-            "%s, %d decision workers, reflection %s", scheme, config.worker_count,
-            "on" if config.reflection else "off")
+            "%s, %d decision workers, reflection %s, traces %s, metrics %s%s", scheme,
+            config.worker_count, "on" if config.reflection else "off",
+            "on" if otel.tracing else "off", "on" if otel.metering else "off",
+            f", decision log {config.decision_log}" if config.decision_log else "")
         if config.webhook is not None:
             logging.getLogger("decider.webhook").info(
                 "admission webhook on https://%s:%d (%s)", config.webhook.host,
@@ -180,11 +192,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 else config.webhook.cert_file)
 
     try:
-        asyncio.run(server.serve(config, on_ready=ready))
+        asyncio.run(server.serve(config, on_ready=ready, telemetry=otel))
     except OSError as exc:
+        otel.shutdown()
+        if config.decision_log and getattr(exc, "filename", None) == config.decision_log:
+            raise UsageError(f"--decision-log: {exc.filename}: {exc.strerror}") from None
         raise UsageError(str(exc) if str(exc).startswith("--webhook-port")
                          else f"--port: {exc}") from None
     except RuntimeError as exc:
+        otel.shutdown()
         text = str(exc).lower()
         if "bind" in text or "address" in text:
             raise UsageError(f"--port: cannot bind {config.address}: {exc}") from None
@@ -232,6 +248,16 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
                       help="then, seconds in-flight RPCs get to finish (default "
                            f"{DEFAULT_GRACE_SECONDS:g})")
     _webhook_flags(serve)
+    obs = serve.add_argument_group("observability (README: Observability; traces and metrics "
+                                   "by the OTEL_* environment)")
+    obs.add_argument("--decision-log", default="", metavar="FILE",
+                     help="append one JSON line per decision to FILE ('-': standard output); "
+                          "`decider replay FILE` decides them again")
+    obs.add_argument("--metrics-port", type=int, default=0,
+                     help="serve the metrics for Prometheus on this port (default 0: off)")
+    obs.add_argument("--log-level", default="INFO",
+                     choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                     help="INFO logs every refused RPC; DEBUG every decision (default INFO)")
     lim = serve.add_argument_group("limits per request (README: Limits)")
     lim.add_argument("--max-decision-seconds", type=float, default=DEFAULT_MAX_DECISION_SECONDS,
                      help="work per request; longer is DEADLINE_EXCEEDED (default "

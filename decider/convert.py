@@ -6,7 +6,9 @@ wire form whichever way it was asked for.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
@@ -27,6 +29,7 @@ from decider.core.model import (
 )
 from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
+from decider.version import VERSION
 
 _ACTION_TYPES = {
     "CreateJob": pb.ACTION_TYPE_CREATE_JOB,
@@ -216,10 +219,35 @@ def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     )
 
 
-def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decided request: the answer, and what it was decided from (for telemetry)."""
+
+    response: pb.DecideResponse
+    observed: Observed
+    plan: Plan
+
+
+def decision_id(method: str, request: Any) -> str:
+    """The same request to the same decider version gets the same id. Hashed in deterministic
+    form: two clients may order the same map differently."""
+    digest = hashlib.sha256(f"{VERSION}\0{method}\0".encode())
+    digest.update(request.SerializeToString(deterministic=True))
+    return digest.hexdigest()[:32]
+
+
+def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Decision:
     """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
     TooLarge for a request or plan over the limits."""
-    return plan_to_proto(decide(observed_from_proto(req, lim)))
+    observed = observed_from_proto(req, lim)
+    plan = decide(observed)
+    response = plan_to_proto(plan)
+    response.decision_id = decision_id("Decide", req)
+    return Decision(response, observed, plan)
+
+
+def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
+    return decide_request(req, lim).response
 
 
 def validate_response(req: pb.ValidateRequest,

@@ -19,7 +19,7 @@ from decider.core import constants as c
 from decider.core.children import job_restarts
 from decider.core.errors import InvalidInput
 from decider.core.jobset import FailureRule
-from decider.core.model import JobCondition, ObservedJob
+from decider.core.model import FailureOutcome, JobCondition, ObservedJob
 from decider.core.state import PassState, parse_time
 
 
@@ -86,6 +86,7 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
         assert job is not None
         conditions.set_failed(st, c.REASON_FAILED_JOBS, _with_first_failed(
             "jobset failed due to one or more job failures", job))
+        st.failure = FailureOutcome(rule="", action=c.FAIL_JOBSET, job=job.name)
         st.explain(f"job {job.name} failed and the JobSet has no failure policy: "
                    "the JobSet fails (FailedJobs)")
         return
@@ -109,6 +110,7 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
         cond = _failure(job)
         st.explain(f"job {job.name} failed with reason {cond.reason if cond else ''!s}; "
                    f"rule '{rule.name}' matched; action {action}")
+    st.failure = FailureOutcome(rule=rule.name if rule else "", action=action, job=job.name)
     _APPLIERS[action](st, job, rule)
 
 

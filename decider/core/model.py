@@ -161,9 +161,21 @@ class Action:
 
 
 @dataclass(slots=True)
+class FailureOutcome:
+    """What the failure policy did in a pass: the rule that matched ("" when none did, or the
+    JobSet has no policy), the action applied, and the Job whose failure it acted on."""
+
+    rule: str
+    action: str
+    job: str
+
+
+@dataclass(slots=True)
 class Plan:
     actions: list[Action] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     requeue_after_seconds: int = 0
     explanation: list[str] = field(default_factory=list)
     resource_version: str = ""
+    # Set when the failure policy acted in this pass (telemetry and simulation read it).
+    failure: FailureOutcome | None = None

@@ -311,18 +311,20 @@ class JobSetStatus(_message.Message):
     def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., terminal_state: _Optional[str] = ..., replicated_jobs_status: _Optional[_Iterable[_Union[ReplicatedJobStatus, _Mapping]]] = ..., previous_in_place_restart_attempt: _Optional[int] = ..., current_in_place_restart_attempt: _Optional[int] = ...) -> None: ...
 
 class DecideResponse(_message.Message):
-    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version")
+    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id")
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REQUEUE_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     actions: _containers.RepeatedCompositeFieldContainer[Action]
     status: JobSetStatus
     requeue_after_seconds: int
     explanation: _containers.RepeatedScalarFieldContainer[str]
     resource_version: str
-    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ...) -> None: ...
+    decision_id: str
+    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ...) -> None: ...
 
 class FieldError(_message.Message):
     __slots__ = ("field", "message")

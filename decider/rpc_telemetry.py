@@ -1,0 +1,204 @@
+"""Each Decider RPC as a server span, metrics and, when asked, a decision-log line.
+
+Spans follow OpenTelemetry's RPC conventions (the attribute names the gRPC instrumentation
+emits: rpc.system, rpc.service, rpc.method, integer rpc.grpc.status_code) plus what the decision
+was about (decider/facts.py). They are made here rather than by the stock interceptor: that one
+cost ~40% of throughput and knows nothing of the decision. The parent comes from the caller's
+W3C `traceparent` metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry import propagate
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from decider import facts as f
+from decider.decision_log import DecisionLog, record_line
+from decider.dispatch import INVALID_ARGUMENT, OK, STATUS_NAMES, WANT_FACTS, WANT_RECORD, Reply
+from decider.pool import WorkerPool
+from decider.telemetry import Telemetry
+from decider.version import VERSION
+
+log = logging.getLogger("decider.rpc")
+
+SERVICE = "decider.v1.Decider"
+
+
+def outcome(code: int) -> str:
+    return "ok" if code == OK else "invalid" if code == INVALID_ARGUMENT else "error"
+
+
+def _peer(context: Any) -> tuple[str, int | None]:
+    """"ipv4:127.0.0.1:5555" -> ("127.0.0.1", 5555)."""
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        host, _, port = rest.rpartition(":")
+        return host.strip("[]").replace("%5B", "").replace("%5D", ""), int(port) \
+            if port.isdigit() else None
+    return peer, None
+
+
+@dataclass
+class Call:
+    """One RPC being observed."""
+
+    method: str
+    started: float
+    started_ns: int
+    context: Any
+
+
+class _Tally:
+    """Counts by attribute set, read by observable counters at export time: an increment here
+    costs a dictionary update, where a synchronous SDK counter costs microseconds per call."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.counts: dict[tuple[str, ...], int] = {}
+
+    def add(self, amount: int, *values: str) -> None:
+        self.counts[values] = self.counts.get(values, 0) + amount
+
+    def observe(self, options: CallbackOptions) -> list[Observation]:
+        return [Observation(n, dict(zip(self.keys, values, strict=True)))
+                for values, n in list(self.counts.items())]
+
+
+class RpcTelemetry:
+    def __init__(self, telemetry: Telemetry, pool: WorkerPool,
+                 decision_log: DecisionLog | None = None) -> None:
+        self.telemetry = telemetry
+        self.decision_log = decision_log
+        self.want = (WANT_FACTS if telemetry.tracing or telemetry.metering else 0) | (
+            WANT_RECORD if decision_log is not None else 0)
+        if decision_log is not None:
+            self.want |= WANT_FACTS  # the log line names the JobSet and the decision id
+        self.decisions = _Tally(("rpc.method", "outcome"))
+        self.actions = _Tally(("action.type",))
+        self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
+        self.finished = _Tally(("terminal_state",))
+        self.dropped = _Tally(())
+        meter = telemetry.meter
+        for name, tally, unit, description in (
+            ("decider.decisions", self.decisions, "{decision}",
+             "Decider RPCs answered, by method and outcome (ok, invalid, error)"),
+            ("decider.actions", self.actions, "{action}", "Actions planned, by type"),
+            ("decider.restarts", self.restarts, "{restart}",
+             "JobSet restarts decided, by failure-policy action and rule"),
+            ("decider.jobsets.finished", self.finished, "{jobset}",
+             "JobSets decided to have finished, by terminal state"),
+            ("decider.decision_log.dropped", self.dropped, "{record}",
+             "Decision-log lines dropped because the writer fell behind"),
+        ):
+            meter.create_observable_counter(name, [tally.observe], unit=unit,
+                                            description=description)
+        self.duration = meter.create_histogram(
+            "decider.decision.duration", unit="s",
+            description="Time to answer a Decider RPC, waiting for a worker included")
+        if decision_log is not None:
+            decision_log._on_drop = lambda: self.dropped.add(1)
+
+        def busy(options: CallbackOptions) -> list[Observation]:
+            return [Observation(pool.busy)]
+
+        def waiting(options: CallbackOptions) -> list[Observation]:
+            return [Observation(pool.waiting)]
+
+        def replaced(options: CallbackOptions) -> list[Observation]:
+            return [Observation(pool.replaced)]
+
+        meter.create_observable_gauge("decider.workers.busy", [busy], unit="{worker}",
+                                      description="Decision workers deciding right now")
+        meter.create_observable_gauge("decider.requests.waiting", [waiting], unit="{request}",
+                                      description="Requests waiting for a free worker")
+        meter.create_observable_counter(
+            "decider.workers.replaced", [replaced], unit="{worker}",
+            description="Workers killed (deadline, caller gone) or lost, and replaced")
+
+    def start(self, method: str, context: Any) -> Call:
+        return Call(method, time.monotonic(), time.time_ns(), context)
+
+    def finish(self, call: Call, code: int, message: str, reply: Reply | None,
+               payload: bytes) -> None:
+        elapsed = time.monotonic() - call.started
+        facts: dict[str, Any] = json.loads(reply.facts) if reply and reply.facts else {}
+        result = outcome(code)
+        self.decisions.add(1, call.method, result)
+        if self.telemetry.metering:
+            self.duration.record(elapsed, {"rpc.method": call.method, "outcome": result})
+        self._decision_metrics(facts)
+        trace_id = ""
+        if self.telemetry.tracing:
+            trace_id = self._span(call, code, message, facts)
+        if code != OK:
+            log.info("%s from %s: %s: %s", call.method, _peer(call.context)[0],
+                     STATUS_NAMES.get(code, str(code)), message)
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s/%s decision %s: %d actions in %.1f ms", call.method,
+                      facts.get(f.NAMESPACE, ""), facts.get(f.JOBSET_NAME, ""),
+                      facts.get(f.DECISION_ID, ""), facts.get(f.ACTIONS_TOTAL, 0),
+                      elapsed * 1000)
+        if self.decision_log is not None:
+            self._log_line(call, code, facts, reply, payload, elapsed, trace_id)
+
+    def _span(self, call: Call, code: int, message: str, facts: dict[str, Any]) -> str:
+        """The RPC's span, made once its outcome is known: one set of attributes instead of
+        several updates of a live span. Returns the trace id."""
+        carrier = {k: v for k, v in call.context.invocation_metadata() or ()
+                   if isinstance(v, str)}
+        host, port = _peer(call.context)
+        attributes: dict[str, Any] = {"rpc.system": "grpc", "rpc.service": SERVICE,
+                                      "rpc.method": call.method, "rpc.grpc.status_code": code,
+                                      "network.peer.address": host}
+        if port is not None:
+            attributes["network.peer.port"] = port
+        # Empty facts say nothing (no terminal state, no rule): left out, they cost nothing.
+        attributes.update((k, v) for k, v in facts.items()
+                          if v != "" and isinstance(v, str | int | bool))
+        span = self.telemetry.tracer.start_span(
+            f"{SERVICE}/{call.method}", context=propagate.extract(carrier), kind=SpanKind.SERVER,
+            attributes=attributes, start_time=call.started_ns)
+        if code != OK:
+            span.set_status(Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}"))
+        span.end()
+        return format(span.get_span_context().trace_id, "032x")
+
+    def _decision_metrics(self, facts: dict[str, Any]) -> None:
+        if not facts:
+            return
+        for key, count in facts.items():
+            if key.startswith(f.ACTION_COUNT) and key != f.ACTIONS_TOTAL:
+                self.actions.add(count, key[len(f.ACTION_COUNT):])
+        added = facts.get(f.RESTARTS_AFTER, 0) - facts.get(f.RESTARTS_BEFORE, 0)
+        if added > 0:
+            self.restarts.add(added, facts.get(f.FAILURE_ACTION, ""),
+                              facts.get(f.FAILURE_RULE, ""))
+        if facts.get(f.TERMINAL_STATE) and not facts.get(f.TERMINAL_BEFORE):
+            self.finished.add(1, facts[f.TERMINAL_STATE])
+
+    def _log_line(self, call: Call, code: int, facts: dict[str, Any], reply: Reply | None,
+                  payload: bytes, elapsed: float, trace_id: str) -> None:
+        assert self.decision_log is not None
+        envelope = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "decision_id": facts.get(f.DECISION_ID, ""),
+            "trace_id": trace_id,
+            "method": call.method,
+            "code": STATUS_NAMES.get(code, str(code)),
+            "jobset": {"namespace": facts.get(f.NAMESPACE, ""),
+                       "name": facts.get(f.JOBSET_NAME, ""), "uid": facts.get(f.JOBSET_UID, "")},
+            "input_digest": "sha256:" + hashlib.sha256(payload).hexdigest(),
+            "version": VERSION,
+            "latency_seconds": round(elapsed, 6),
+        }
+        self.decision_log.submit(record_line(envelope, reply.record if reply else b""))
