@@ -11,7 +11,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from decider.server import BackgroundServer
@@ -133,14 +132,19 @@ def test_a_standby_is_ready_without_asking_the_decider(cluster, shims) -> None:
 
 # ---- the channel to the decider -------------------------------------------------------------
 
-class _Count(grpc.aio.ServerInterceptor):
-    def __init__(self) -> None:
-        self.calls = 0
+class _Count:
+    """Decider RPCs a server answered: every one goes through its worker pool's run()."""
 
-    async def intercept_service(self, continuation: Any, details: Any) -> Any:
-        if details.method.startswith("/decider.v1.Decider/"):
+    def __init__(self, server: BackgroundServer) -> None:
+        self.calls = 0
+        pool = server.pool
+        real = pool.run
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-        return await continuation(details)
+            return await real(*args, **kwargs)
+
+        pool.run = counted  # type: ignore[method-assign]
 
 
 def test_a_dns_name_gets_the_dns_resolver_and_addresses_stay_as_they_are() -> None:
@@ -153,9 +157,8 @@ def test_a_dns_name_gets_the_dns_resolver_and_addresses_stay_as_they_are() -> No
 
 
 def test_calls_are_spread_over_every_address_of_the_decider() -> None:
-    counts = [_Count(), _Count()]
-    with BackgroundServer("127.0.0.1:0", interceptors=[counts[0]]) as a, \
-            BackgroundServer("127.0.0.1:0", interceptors=[counts[1]]) as b:
+    with BackgroundServer("127.0.0.1:0") as a, BackgroundServer("127.0.0.1:0") as b:
+        counts = [_Count(a), _Count(b)]
         # What a headless Service's name resolves to, as a static list (no DNS server here).
         cfg = Config(decider_address=f"ipv4:127.0.0.1:{a.port},127.0.0.1:{b.port}")
         request = pb.ValidateRequest(object_json='{"apiVersion": "jobset.x-k8s.io/v1alpha2", '
@@ -168,8 +171,8 @@ def test_calls_are_spread_over_every_address_of_the_decider() -> None:
 
 
 def test_a_dns_name_reaches_the_decider_through_the_dns_resolver() -> None:
-    count = _Count()
-    with BackgroundServer("127.0.0.1:0", interceptors=[count]) as server:
+    with BackgroundServer("127.0.0.1:0") as server:
+        count = _Count(server)
         cfg = Config(decider_address=f"localhost:{server.port}")
         assert decider_channel.target(cfg.decider_address).startswith("dns:///")
         request = pb.ValidateRequest(object_json='{"kind": "JobSet"}')
