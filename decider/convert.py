@@ -82,11 +82,25 @@ def parse_object(text: str, field: str, lim: Limits = limits.DEFAULT, *,
     return obj
 
 
+def feature_gates(opts: pb.Options) -> dict[str, bool]:
+    """The request's gates; a name the decider does not know is refused, not ignored (a typo
+    would otherwise silently leave a gate at its default)."""
+    from decider.core.constants import GATE_DEFAULTS
+
+    gates = dict(opts.feature_gates)
+    for name in sorted(gates):
+        if name not in GATE_DEFAULTS:
+            raise InvalidInput.at(f"options.feature_gates[{name}]",
+                                  f"unknown feature gate {name!r}; known gates: "
+                                  + ", ".join(sorted(GATE_DEFAULTS)))
+    return gates
+
+
 def options_from_proto(opts: pb.Options, lim: Limits = limits.DEFAULT) -> Options:
     # Checked here, for every JobSet, so a typo fails at once and not on the first gang JobSet.
     if opts.gang_api_version or opts.gang_target:
         gang_choice(opts)
-    return Options(controller_name=opts.controller_name, feature_gates=dict(opts.feature_gates),
+    return Options(controller_name=opts.controller_name, feature_gates=feature_gates(opts),
                    gang_api_version=opts.gang_api_version, gang_target=opts.gang_target,
                    max_plan_bytes=lim.max_message_bytes)
 
@@ -245,11 +259,11 @@ def validate_response(req: pb.ValidateRequest,
     """
     from decider.core import admission
 
+    gates = feature_gates(req.options)
     obj = parse_object(req.object_json, "object_json", lim, in_field_paths=True)
     limits.check_objects(req.objects, lim)
     if _is_job(obj):
         return _validate_job(req, obj, lim)
-    gates = dict(req.options.feature_gates)
     if req.old_object_json:
         old = parse_object(req.old_object_json, "old_object_json", lim)
         result = obj

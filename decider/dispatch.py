@@ -51,8 +51,25 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("PlanGang", pb.PlanGangRequest, pb.PlanGangResponse, convert.plan_gang_response),
     Method("PodSets", pb.PodSetsRequest, pb.PodSetsResponse, convert.pod_sets_response),
 )}
+
+
+def _admit(mutate: bool) -> Callable[[bytes, Limits], Reply]:
+    def run(payload: bytes, limits: Limits) -> Reply:
+        from decider import admission_review
+
+        return admission_review.answer(mutate, payload, limits)
+    return run
+
+
+# Asked by the server's own front ends, not served over gRPC: the admission webhook's
+# AdmissionReviews (decider/webhook.py). Their bytes are parsed on a worker too, so a large
+# review never stalls the event loop; the decision inside is the Validate method's.
+RAW_METHODS: dict[str, Callable[[bytes, Limits], Reply]] = {
+    "AdmitMutate": _admit(True),
+    "AdmitValidate": _admit(False),
+}
 # A method's number on the wire between the server and its workers.
-METHOD_IDS: dict[str, int] = {name: i for i, name in enumerate(METHODS)}
+METHOD_IDS: dict[str, int] = {name: i for i, name in enumerate([*METHODS, *RAW_METHODS])}
 METHOD_NAMES: dict[int, str] = {i: name for name, i in METHOD_IDS.items()}
 
 
@@ -133,6 +150,15 @@ def _extra(want: int, method: str, facts: dict[str, Any], request: Message | Non
 
 def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
     """Decode, decide, encode; every outcome is a Reply, never an exception."""
+    raw = RAW_METHODS.get(method)
+    if raw is not None:
+        try:
+            return raw(payload, limits)
+        except Exception as exc:  # noqa: BLE001 - a bug: answered, logged with its traceback
+            log.error("%s: unexpected %s\n%s", method, type(exc).__name__,
+                      traceback.format_exc())
+            return failure(INTERNAL, f"{method}: the decider failed on this input "
+                                     f"({type(exc).__name__}: {exc}); this is a bug")
     spec = METHODS.get(method)
     if spec is None:
         return failure(INVALID_ARGUMENT, f"unknown method {method!r}")

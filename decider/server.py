@@ -41,6 +41,7 @@ DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_DRAIN_DELAY_SECONDS = 5.0
 DEFAULT_MAX_DECISION_SECONDS = 10.0
 DEFAULT_MAX_PENDING = 1024
+DEFAULT_MAX_CONNECTION_AGE_SECONDS = 300.0
 _STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
 
@@ -88,17 +89,26 @@ class ServerConfig:
     grace: float = DEFAULT_GRACE_SECONDS
     # A file (or "-", standard output) for one JSON line per decision; empty: no log.
     decision_log: str = ""
+    # Set: also serve the admission webhook (decider/webhook.py) from this process's workers.
+    webhook: Any = None
+    # Clients are sent away (GOAWAY, calls in flight finish) after this long, so a client
+    # balancing over a headless Service resolves it again and finds new replicas. 0: never.
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE_SECONDS
 
     @property
     def worker_count(self) -> int:
         return self.workers or available_cpus()
 
 
-def server_options(max_message_bytes: int) -> list[tuple[str, Any]]:
+def server_options(max_message_bytes: int,
+                   max_connection_age: float = 0.0) -> list[tuple[str, Any]]:
     # Port sharing is on by default in grpcio: a second server would silently bind the same port.
-    return [("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", max_message_bytes)]
+    options: list[tuple[str, Any]] = [("grpc.so_reuseport", 0),
+                                      ("grpc.max_receive_message_length", max_message_bytes),
+                                      ("grpc.max_send_message_length", max_message_bytes)]
+    if max_connection_age > 0:
+        options.append(("grpc.max_connection_age_ms", int(max_connection_age * 1000)))
+    return options
 
 
 class DeciderService:
@@ -168,9 +178,12 @@ class Running:
     pool: WorkerPool
     telemetry: otel.Telemetry
     decision_log: DecisionLog | None = None
+    webhook: Any = None
 
     async def stop(self, grace: float | None) -> None:
         await self.server.stop(grace)
+        if self.webhook is not None:
+            await self.webhook.stop()
         await self.pool.close()
         self.close_outputs()
 
@@ -187,7 +200,8 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
     pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
                       max_pending=config.max_pending)
     decision_log = DecisionLog(config.decision_log) if config.decision_log else None
-    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes))
+    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes,
+                                                    config.max_connection_age))
     observe = RpcTelemetry(telemetry, pool, decision_log)
     server.add_generic_rpc_handlers((DeciderService(pool, config, observe).handler(),))
     # The asynchronous health servicer: the synchronous one fails every Check in an aio server
@@ -208,6 +222,11 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
     await pool.start()
     running = Running(server, port, health_servicer, pool, telemetry, decision_log)
     try:
+        if config.webhook is not None:
+            from decider.webhook import Webhook
+
+            running.webhook = Webhook(pool, config.webhook, config.max_decision_seconds)
+            await running.webhook.start()
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -233,6 +252,8 @@ async def drain(running: Running, config: ServerConfig, force: asyncio.Event) ->
         await running.server.stop(0)
         await stopping
     forced.cancel()
+    if running.webhook is not None:
+        await running.webhook.stop()
     await running.pool.close()
     running.close_outputs()
 
@@ -275,6 +296,11 @@ class BackgroundServer:
     def target(self) -> str:
         host = self.config.address.rsplit(":", 1)[0]
         return f"{host}:{self.port}"
+
+    @property
+    def webhook_port(self) -> int:
+        assert self._running is not None and self._running.webhook is not None
+        return int(self._running.webhook.port)
 
     @property
     def pool(self) -> WorkerPool:

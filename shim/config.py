@@ -8,6 +8,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from decider_client.version import version_line
 from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
 
 DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
@@ -103,6 +104,8 @@ class Config:
     # Prometheus scrape port for the shim's metrics (0: off); traces and metrics also go where
     # the OTEL_* environment says.
     metrics_port: int = 0
+    # 0: no health endpoint (shim/health.py).
+    healthz_port: int = 0
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -239,7 +242,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="longest Retry-After honoured, seconds (env SHIM_KUBE_API_MAX_RETRY_WAIT, "
         "default %(default)s)",
     )
-    p.add_argument("--workers", type=int, default=int(e("SHIM_WORKERS", "4")))
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=int(e("SHIM_WORKERS", "4")),
+        help="JobSets reconciled at once (env SHIM_WORKERS, default %(default)s)",
+    )
     p.add_argument(
         "--max-parallel-writes",
         type=int,
@@ -255,24 +263,44 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument(
         "--leader-elect-namespace",
         default=e("SHIM_LEADER_ELECT_NAMESPACE", "") or default_lease_namespace(env),
+        help="namespace of the Lease (env SHIM_LEADER_ELECT_NAMESPACE; default: the pod's "
+        "namespace (POD_NAMESPACE or the service account's), else default)",
     )
     p.add_argument(
-        "--leader-elect-name", default=e("SHIM_LEADER_ELECT_NAME", "jobset-decider-shim")
+        "--leader-elect-name",
+        default=e("SHIM_LEADER_ELECT_NAME", "jobset-decider-shim"),
+        help="name of the Lease (env SHIM_LEADER_ELECT_NAME, default %(default)s)",
     )
     p.add_argument(
         "--leader-elect-identity",
         default=e("POD_NAME", ""),
         help="holder identity; default hostname_pid (env POD_NAME)",
     )
-    p.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
-    p.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
-    p.add_argument("--leader-elect-retry-period", type=float, default=2.0)
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a standby waits after the last renewal before taking the Lease "
+        "(default %(default)s, as client-go)",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps trying to renew before it stops writing and exits "
+        "(default %(default)s, as client-go)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between tries to acquire or renew the Lease (default %(default)s)",
+    )
     p.add_argument(
         "--once",
         action="store_true",
         help="one pass over every managed JobSet, then exit (0: all passes succeeded)",
     )
-    p.add_argument("--log-level", default=e("SHIM_LOG_LEVEL", "INFO"))
     p.add_argument(
         "--metrics-port",
         type=int,
@@ -280,6 +308,19 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="serve the shim's metrics for Prometheus on this port (env SHIM_METRICS_PORT; "
         "default 0: off); traces and metrics are exported as the OTEL_* environment says",
     )
+    p.add_argument(
+        "--log-level",
+        default=e("SHIM_LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING or ERROR (env SHIM_LOG_LEVEL, default %(default)s)",
+    )
+    p.add_argument(
+        "--healthz-port",
+        type=int,
+        default=int(e("SHIM_HEALTHZ_PORT", "0")),
+        help="serve /healthz (liveness) and /readyz (readiness) over HTTP on this port "
+        "(env SHIM_HEALTHZ_PORT; default 0: off)",
+    )
+    p.add_argument("--version", action="version", version=version_line("decider-shim"))
     return p
 
 
@@ -295,6 +336,8 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         )
     if args.kube_api_qps > 0 and args.kube_api_burst < 1:
         parser.error("--kube-api-burst must be at least 1 when --kube-api-qps is set")
+    if not 0 <= args.healthz_port <= 65535:
+        parser.error(f"--healthz-port: must be 0..65535, got {args.healthz_port}")
     if args.kube_api_max_retries < 0 or args.kube_api_max_retry_wait < 0:
         parser.error("--kube-api-max-retries and --kube-api-max-retry-wait must not be negative")
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
@@ -329,4 +372,5 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         once=args.once,
         log_level=args.log_level,
         metrics_port=args.metrics_port,
+        healthz_port=args.healthz_port,
     )

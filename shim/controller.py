@@ -21,10 +21,11 @@ from decider.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from decider_client.observe import build_decide_request
 from decider_client.telemetry import Telemetry
-from shim.apply import JOBSET_API_VERSION, Applier, NotLeader, StaleObservation
+from shim import watches
+from shim.admission import SpecCheck
+from shim.apply import Applier, NotLeader, StaleObservation
 from shim.config import Config
 from shim.guard import PlanGuard
-from shim.informer import Informer
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.owned import (
@@ -40,7 +41,7 @@ from shim.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_NAME_LABEL = watches.JOBSET_NAME_LABEL
 Key = tuple[str, str]
 
 
@@ -89,7 +90,6 @@ class Shim:
                 on_started_leading=self._leading.set,
                 on_stopped_leading=self._on_lost,
             )
-        gang_kinds = set(config.gang_kinds)
         self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
         self.applier = Applier(
             kube,
@@ -100,46 +100,18 @@ class Shim:
             gang_kinds={kind: api_version for api_version, kind in config.gang_kinds},
         )
         self._owned = OwnedIndex()
-        self.jobsets = Informer(
-            kube,
-            kube.resource(JOBSET_API_VERSION, "JobSet"),
-            config.namespaces,
-            self._on_jobset,
-            watch_timeout=config.watch_timeout,
-        )
-        self.informers: list[Informer] = [self.jobsets]
-        # Workloads/PodGroups are cached whoever controls them: observe() also sends the ones
-        # named like a JobSet's gang objects, so a foreign one reaches the decider.
-        self.gang_informers: list[Informer] = []
-        for api_version, kind in config.owned_kinds:
-            if not kube.served(api_version, kind):
-                log.warning("%s %s is not served by this cluster: not watched", api_version, kind)
-                continue
-            gang = (api_version, kind) in gang_kinds
-            informer = Informer(
-                kube,
-                kube.resource(api_version, kind),
-                config.namespaces,
-                self._on_gang if gang else self._on_owned,
-                watch_timeout=config.watch_timeout,
-            )
-            self.informers.append(informer)
-            if gang:
-                self.gang_informers.append(informer)
-        self.pods: Informer | None = None
-        if config.feature_gates.get("InPlaceRestart"):
-            # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
-            self.pods = Informer(
-                kube,
-                kube.resource("v1", "Pod"),
-                config.namespaces,
-                self._on_pod,
-                label_selector=JOBSET_NAME_LABEL,
-                watch_timeout=config.watch_timeout,
-            )
-            self.informers.append(self.pods)
+        w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,
+                          self._on_pod)
+        self.jobsets, self.informers = w.jobsets, w.informers
+        self.gang_informers, self.pods = w.gang_informers, w.pods
+        self.spec_check = SpecCheck(decider, self.applier.recorder, config.feature_gates,
+                                    config.decider_timeout)
 
     # ---- leadership -----------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
 
     def is_leader(self) -> bool:
         if self._stop.is_set():
@@ -238,6 +210,9 @@ class Shim:
         if jobset is None or not self.ours(jobset):
             return 0.0
         if jobset["metadata"].get("deletionTimestamp"):
+            return 0.0
+        # What admission would refuse is not acted on: this generation waits for the next.
+        if not self.spec_check.admissible(jobset):
             return 0.0
         # The guard checks the plan against this snapshot, the one it was decided on: what the
         # JobSet controlled then may be deleted or patched (UID preconditions catch later change).

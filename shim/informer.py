@@ -87,6 +87,13 @@ class Informer:
     def synced(self) -> bool:
         return all(e.is_set() for e in self._synced)
 
+    @property
+    def alive(self) -> bool:
+        """Every reflector thread still runs (a reflector retries errors; it only ends when
+        stopped, or when something it cannot survive happened)."""
+        return bool(self._threads) and not self._stop.is_set() and all(
+            t.is_alive() for t in self._threads)
+
     def stop(self) -> None:
         self._stop.set()
         with self._lock:

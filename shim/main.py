@@ -1,4 +1,9 @@
-"""`decider-shim`: the thin operator's entry point."""
+"""`decider-shim`: the thin operator's entry point.
+
+Whatever stops it from starting (no kubeconfig, an API server it cannot reach or that refuses
+its credentials, a TLS file it cannot read, caches that never sync) is one line naming the
+problem on stderr and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -10,36 +15,64 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-import grpc
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from decider_client import DeciderClient, telemetry
 from decider_client.telemetry import Telemetry
+from shim import decider_channel
 from shim.config import Config, parse_args
 from shim.controller import Shim
+from shim.health import Health, HealthServer
 from shim.kube import Kube
 from shim.local_decider import LocalDecider
 from shim.ratelimit import TokenBucket
 
 # --decider-address value that runs a decider of the shim's own (shim/local_decider.py).
 LOCAL = "local"
+EXIT_STARTUP = 2
 
 log = logging.getLogger("shim")
+
+
+class StartupError(Exception):
+    """The shim cannot start; the message names the problem on one line."""
+
+
+def _one_line(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, BaseException):
+        exc = reason
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    # urllib3 prefixes its connection object: keep what the OS said.
+    return line.split(">: ", 1)[-1]
 
 
 def api_client(cfg: Config) -> client.ApiClient:
     """kubeconfig (flag or KUBECONFIG) if given, else in-cluster, else ~/.kube/config."""
     configuration = client.Configuration()
     if cfg.kubeconfig:
-        config.load_kube_config(
-            config_file=cfg.kubeconfig,
-            context=cfg.context or None,
-            client_configuration=configuration,
-        )
+        source = f"--kubeconfig {cfg.kubeconfig}"
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=configuration)
+        source = "the in-cluster service account"
     else:
-        config.load_kube_config(context=cfg.context or None, client_configuration=configuration)
+        source = "~/.kube/config (no --kubeconfig, KUBECONFIG or in-cluster service account)"
+    if cfg.kubeconfig and not os.path.exists(cfg.kubeconfig):
+        raise StartupError(f"{source}: no such file")
+    try:
+        if cfg.kubeconfig:
+            config.load_kube_config(config_file=cfg.kubeconfig, context=cfg.context or None,
+                                    client_configuration=configuration)
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=configuration)
+        else:
+            config.load_kube_config(context=cfg.context or None,
+                                    client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        raise StartupError(f"{source}: {_one_line(exc) or type(exc).__name__}") from None
     # Parallel writes and one watch per kind share this pool; the default (5 x CPUs) is small.
     configuration.connection_pool_maxsize = max(
         cfg.api_qps_pool, cfg.max_parallel_writes + len(cfg.owned_kinds) + 4
@@ -49,27 +82,27 @@ def api_client(cfg: Config) -> client.ApiClient:
     return api
 
 
+def check_api_server(kube: Kube) -> None:
+    """One request before anything else, so an unreachable API server or refused credentials
+    are said at once and plainly."""
+    host = kube.api.configuration.host
+    try:
+        kube.request("GET", "/version")
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            raise StartupError(f"the API server at {host} refused the credentials: "
+                               f"{exc.status} {exc.reason}") from None
+        raise StartupError(f"the API server at {host} answered {exc.status} {exc.reason}") \
+            from None
+    except (Urllib3Error, OSError) as exc:
+        raise StartupError(f"cannot reach the API server at {host}: {_one_line(exc)}") from None
+
+
 def decider_client(cfg: Config) -> DeciderClient:
-    credentials = None
-    options: list[tuple[str, object]] = []
-    if cfg.decider_tls:
-
-        def read(path: str) -> bytes | None:
-            if not path:
-                return None
-            with open(path, "rb") as f:
-                return f.read()
-
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=read(cfg.decider_ca_file),
-            private_key=read(cfg.decider_key_file),
-            certificate_chain=read(cfg.decider_cert_file),
-        )
-        if cfg.decider_server_name:
-            options.append(("grpc.ssl_target_name_override", cfg.decider_server_name))
-    return DeciderClient(
-        cfg.decider_address, timeout=cfg.decider_timeout, credentials=credentials, options=options
-    )
+    try:
+        return decider_channel.client(cfg)
+    except decider_channel.ChannelError as exc:
+        raise StartupError(str(exc)) from None
 
 
 def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
@@ -84,7 +117,15 @@ def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
 
 
 def build(cfg: Config, tel: Telemetry | None = None) -> Shim:
-    return Shim(cfg, build_kube(cfg, api_client(cfg)), decider_client(cfg), telemetry=tel)
+    decider = decider_client(cfg)
+    kube = build_kube(cfg, api_client(cfg))
+    check_api_server(kube)
+    try:
+        return Shim(cfg, kube, decider, telemetry=tel)
+    except ApiException as exc:
+        raise StartupError(f"API discovery failed: {exc.status} {exc.reason}") from None
+    except (Urllib3Error, OSError) as exc:
+        raise StartupError(f"API discovery failed: {_one_line(exc)}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,10 +134,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, cfg.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    try:
+        return _start(cfg)
+    except StartupError as exc:
+        print(f"decider-shim: {exc}", file=sys.stderr)
+        return EXIT_STARTUP
+
+
+def _start(cfg: Config) -> int:
     local = None
     if cfg.decider_address == LOCAL:
         local = LocalDecider()
-        cfg.decider_address = local.start()
+        try:
+            cfg.decider_address = local.start()
+        except (RuntimeError, OSError) as exc:
+            raise StartupError(f"--decider-address local: {exc}") from None
         log.info("started a local decider at %s", cfg.decider_address)
     try:
         return _run(cfg)
@@ -109,22 +161,23 @@ def _run(cfg: Config) -> int:
     try:
         tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port)
     except telemetry.TelemetryConfigError as exc:
-        print(f"decider-shim: {exc}", file=sys.stderr)
-        return 2
+        raise StartupError(str(exc)) from None
     except OSError as exc:
-        print(f"decider-shim: --metrics-port {cfg.metrics_port}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
+        raise StartupError(f"--metrics-port {cfg.metrics_port}: {exc.strerror or exc}") from None
     try:
-        return _serve(cfg, build(cfg, tel))
+        shim = build(cfg, tel)
+        if cfg.once:
+            return shim.run_once()
+        return _serve(cfg, shim)
+    except TimeoutError as exc:
+        # Caches that never sync: the warnings logged above say why (403: RBAC; 404: the
+        # JobSet CRD is not installed).
+        raise StartupError(f"{exc} (see the warnings above)") from None
     finally:
         tel.shutdown()
 
 
 def _serve(cfg: Config, shim: Shim) -> int:
-    if cfg.once:
-        return shim.run_once()
-
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: shutting down", signum)
         shim.stop()
@@ -132,6 +185,14 @@ def _serve(cfg: Config, shim: Shim) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+    health = None
+    if cfg.healthz_port:
+        try:
+            health = HealthServer(Health(shim, decider_channel.health_check(cfg)),
+                                  cfg.healthz_port).start()
+        except OSError as exc:
+            raise StartupError(f"--healthz-port {cfg.healthz_port}: {exc.strerror or exc}") \
+                from None
     log.info(
         "decider-shim %s: controller %s, decider %s, namespaces %s, API %s",
         cfg.identity,
@@ -142,7 +203,11 @@ def _serve(cfg: Config, shim: Shim) -> int:
         if cfg.kube_api_qps > 0
         else "not rate-limited",
     )
-    return shim.run()
+    try:
+        return shim.run()
+    finally:
+        if health is not None:
+            health.stop()
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ BAD_INPUTS = [
     pytest.param("a: [\n", "not valid YAML or JSON", id="malformed-yaml"),
     pytest.param("- 1\n- 2\n", "must be a Kubernetes object", id="not-an-object"),
     pytest.param("kind: Job\napiVersion: batch/v1\nmetadata: {name: j}\n",
-                 "must hold exactly one JobSet", id="no-jobset"),
+                 "holds no JobSet", id="no-jobset"),
     pytest.param("kind: JobSet\napiVersion: jobset.x-k8s.io/v1alpha2\nmetadata: {name: x}\n"
                  "spec: {replicatedJobs: [{name: a, replicas: three, template: {spec: "
                  "{template: {}}}}]}\n",

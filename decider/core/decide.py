@@ -16,6 +16,7 @@ from decider.core import (
     startup_policy,
     success_policy,
     suspend,
+    times,
     ttl_after_finished,
 )
 from decider.core import constants as c
@@ -40,6 +41,7 @@ from decider.core.state import PassState
 
 def decide(observed: Observed) -> Plan:
     js = parse_jobset(observed.jobset)
+    times.check_jobs(observed.jobs)
     if js.deletion_timestamp:
         return _untouched(js, f"JobSet {js.namespace}/{js.name} is being deleted: nothing to do")
     controller = observed.options.controller_name or c.UPSTREAM_CONTROLLER

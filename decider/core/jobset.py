@@ -13,6 +13,7 @@ from typing import Any
 
 from decider.core import access as acc
 from decider.core import constants as c
+from decider.core import times
 from decider.core.errors import InvalidInput
 from decider.core.go_regex import GoRegexp, compile_go_regex
 
@@ -283,6 +284,8 @@ def parse_jobset(obj: Any) -> JobSet:
     vcps = [_volume_claim_policy(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
             enumerate(acc.as_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
     _validate_status(status)
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        times.check(acc.as_str(meta.get(key), f"metadata.{key}"), f"metadata.{key}")
 
     js = JobSet(
         raw=obj,
@@ -337,6 +340,7 @@ def _validate_status(status: dict[str, Any]) -> None:
         cond = acc.as_map(cond, cpath)
         for key in ("type", "status", "reason", "message", "lastTransitionTime"):
             acc.as_str(cond.get(key), f"{cpath}.{key}")
+        times.check(cond.get("lastTransitionTime"), f"{cpath}.lastTransitionTime")
     seen: set[str] = set()
     for i, rjs in enumerate(acc.as_list(status.get("replicatedJobsStatus"),
                                   "status.replicatedJobsStatus")):

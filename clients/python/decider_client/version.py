@@ -1,10 +1,32 @@
-"""The installed jobset-decider version (the client ships in the same distribution)."""
+"""What `decider --version` and `decider-shim --version` print: this package's version and the
+JobSet API it follows; also the version stamped on decisions and telemetry.
+
+It lives in the client package because both commands import it and the shim may import nothing
+of the decider but the contract.
+"""
 
 from __future__ import annotations
 
 from importlib import metadata
 
-try:
-    VERSION = metadata.version("jobset-decider")
-except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-    VERSION = "0+unknown"
+DISTRIBUTION = "jobset-decider"
+# The API group/version of the JobSets decided and the upstream release whose behaviour, names
+# and messages the decider follows (README: "follow upstream JobSet v0.12 to the letter").
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+UPSTREAM_RELEASE = "v0.12"
+
+
+def package_version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        # Run from a source tree that was never installed.
+        return "0+unknown"
+
+
+VERSION = package_version()
+
+
+def version_line(prog: str) -> str:
+    """e.g. `decider 0.1.0 (JobSet API jobset.x-k8s.io/v1alpha2, upstream v0.12)`."""
+    return f"{prog} {VERSION} (JobSet API {JOBSET_API_VERSION}, upstream {UPSTREAM_RELEASE})"

@@ -1,0 +1,64 @@
+"""Timestamps in the input: RFC 3339, as metav1.Time reads and writes them.
+
+A time the API server could never have written (`yesterday`, `2026-13-01T00:00:00Z`, no time
+zone) is refused naming its field. Read leniently it would be a silent guess: a Failed condition
+without a readable time sorts first when the pass picks the first failure, and a finished
+JobSet's TTL would have no start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from decider.core.errors import InvalidInput
+from decider.core.model import ObservedJob
+
+# Go's time.RFC3339 layout as time.Parse accepts it: a fraction of a second is optional, the
+# zone is Z or an offset.
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
+def is_rfc3339(value: str) -> bool:
+    if not _RFC3339.fullmatch(value):
+        return False
+    text = value.upper().replace("Z", "+00:00")
+    # The pattern checks the shape; this checks the ranges (month 13, hour 24, Feb 30).
+    head, dot, rest = text.partition(".")
+    if dot:
+        # fromisoformat takes at most 6 digits of fraction; the value's range is all we check.
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = head + "." + rest[:min(digits, 6)].ljust(6, "0") + rest[digits:]
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check(value: object, field: str, seen: set[str] | None = None) -> None:
+    """InvalidInput naming `field` unless `value` is empty or an RFC 3339 time."""
+    if not value or not isinstance(value, str):
+        return  # absent; a value of another type is the caller's type check
+    if seen is not None and value in seen:
+        return
+    if not is_rfc3339(value):
+        raise InvalidInput.at(field, f"{value!r} is not an RFC 3339 time "
+                                     "(e.g. 2026-01-01T00:00:00Z)")
+    if seen is not None:
+        seen.add(value)
+
+
+def check_jobs(jobs: Iterable[ObservedJob]) -> None:
+    """Every time of the observed Jobs, named as the request names them."""
+    # Jobs created together share their times: each distinct value is parsed once.
+    seen: set[str] = set()
+    for i, job in enumerate(jobs):
+        check(job.creation_timestamp, f"jobs[{i}].creation_timestamp", seen)
+        check(job.deletion_timestamp, f"jobs[{i}].deletion_timestamp", seen)
+        check(job.start_time, f"jobs[{i}].start_time", seen)
+        for k, cond in enumerate(job.conditions):
+            check(cond.last_transition_time, f"jobs[{i}].conditions[{k}].last_transition_time",
+                  seen)

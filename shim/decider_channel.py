@@ -1,0 +1,101 @@
+"""The shim's channel to the decider: TLS from the flags, and calls spread over its replicas.
+
+A Kubernetes Service with a cluster IP balances per connection, and gRPC keeps one connection
+open: every call would go to one pod. The decider's Service is headless, so its DNS name
+resolves to every ready pod; with `dns:///` and the `round_robin` policy the channel connects
+to each and spreads calls over them (pick_first, the default, would use the first address
+alone). The decider closes connections after --max-connection-age, so a replica added by
+the autoscaler is found when the channel resolves the name again.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from decider_client import DeciderClient
+from shim.config import Config
+
+ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+DECIDER_SERVICE = "decider.v1.Decider"
+
+
+class ChannelError(Exception):
+    """A TLS file named by a flag cannot be used; the message names the flag."""
+
+
+def target(address: str) -> str:
+    """`host:port` with a DNS name for host -> `dns:///host:port`, so every address the name
+    resolves to is used; an IP address or an explicit scheme stays as it is."""
+    if "://" in address or address.startswith(("dns:", "ipv4:", "ipv6:", "unix:")):
+        return address
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return address
+    except ValueError:
+        return f"dns:///{address}"
+
+
+def options(cfg: Config) -> list[tuple[str, object]]:
+    opts: list[tuple[str, object]] = [("grpc.service_config", ROUND_ROBIN)]
+    if cfg.decider_server_name:
+        opts.append(("grpc.ssl_target_name_override", cfg.decider_server_name))
+    return opts
+
+
+def _read(path: str, flag: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ChannelError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
+    if b"-----BEGIN" not in data:
+        raise ChannelError(f"{flag} {path}: not a PEM file")
+    return data
+
+
+def credentials(cfg: Config) -> grpc.ChannelCredentials | None:
+    if not cfg.decider_tls:
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read(cfg.decider_ca_file, "--decider-ca-file"),
+        private_key=_read(cfg.decider_key_file, "--decider-key-file"),
+        certificate_chain=_read(cfg.decider_cert_file, "--decider-cert-file"),
+    )
+
+
+def client(cfg: Config) -> DeciderClient:
+    return DeciderClient(target(cfg.decider_address), timeout=cfg.decider_timeout,
+                         credentials=credentials(cfg), options=options(cfg))
+
+
+def health_check(cfg: Config, timeout: float = 2.0) -> Callable[[], str]:
+    """A function that asks the decider's gRPC health service: "" when it serves, else why not.
+
+    A channel of its own, like the decider client's, so a probe never queues behind decisions.
+    """
+    creds = credentials(cfg)
+    addr = target(cfg.decider_address)
+    channel = (grpc.secure_channel(addr, creds, options(cfg)) if creds
+               else grpc.insecure_channel(addr, options(cfg)))
+    stub = health_pb2_grpc.HealthStub(channel)
+
+    def check() -> str:
+        try:
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=DECIDER_SERVICE),
+                                timeout=timeout)
+        except grpc.RpcError as exc:
+            return f"decider {cfg.decider_address}: {exc.code().name}"
+        if answer.status != health_pb2.HealthCheckResponse.SERVING:
+            return f"decider {cfg.decider_address}: " \
+                   f"{health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)}"
+        return ""
+
+    return check

@@ -1,0 +1,53 @@
+"""The informers a shim runs: its JobSets, what they own, gang objects, and (for in-place
+restart) pods; built from the configuration, each delivering to the shim's handler."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from shim.config import Config
+from shim.informer import Handler, Informer
+from shim.kube import Kube
+
+log = logging.getLogger("shim.controller")
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+@dataclass
+class Watches:
+    jobsets: Informer
+    # Every informer, the JobSets' first.
+    informers: list[Informer]
+    # Workloads/PodGroups are cached whoever controls them: a pass also sends the ones named
+    # like a JobSet's gang objects, so a foreign one reaches the decider.
+    gang_informers: list[Informer]
+    pods: Informer | None
+
+
+def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
+          on_gang: Handler, on_pod: Handler) -> Watches:
+    jobsets = Informer(kube, kube.resource(JOBSET_API_VERSION, "JobSet"), config.namespaces,
+                       on_jobset, watch_timeout=config.watch_timeout)
+    informers = [jobsets]
+    gang_informers: list[Informer] = []
+    gang_kinds = set(config.gang_kinds)
+    for api_version, kind in config.owned_kinds:
+        if not kube.served(api_version, kind):
+            log.warning("%s %s is not served by this cluster: not watched", api_version, kind)
+            continue
+        gang = (api_version, kind) in gang_kinds
+        informer = Informer(kube, kube.resource(api_version, kind), config.namespaces,
+                            on_gang if gang else on_owned, watch_timeout=config.watch_timeout)
+        informers.append(informer)
+        if gang:
+            gang_informers.append(informer)
+    pods = None
+    if config.feature_gates.get("InPlaceRestart"):
+        # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
+        pods = Informer(kube, kube.resource("v1", "Pod"), config.namespaces, on_pod,
+                        label_selector=JOBSET_NAME_LABEL, watch_timeout=config.watch_timeout)
+        informers.append(pods)
+    return Watches(jobsets, informers, gang_informers, pods)

@@ -1,0 +1,54 @@
+"""The README's Python client example runs as written, against a real server."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+from decider.server import BackgroundServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_readme_python_client_example_prints_the_plans_actions() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### From Python"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "DeciderClient" in code and "observe.build_decide_request" in code
+    out = io.StringIO()
+    with BackgroundServer() as server:
+        cwd = os.getcwd()
+        os.chdir(ROOT)
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(code.replace("localhost:50051", server.target), "README", "exec"),
+                     {})
+        finally:
+            os.chdir(cwd)
+    lines = out.getvalue().splitlines()
+    assert "CreateService trainer" in lines
+    assert "CreateJob trainer-workers-2" in lines
+
+
+def test_the_readme_usage_names_every_flag_of_every_subcommand() -> None:
+    import argparse
+
+    from decider.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text()
+    usage = readme[readme.index("decider serve [--host"):readme.index("decider --version")]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, parser in sub.choices.items():
+        assert f"decider {name} " in usage, name
+        for action in parser._actions:
+            flags = [f for f in action.option_strings if f not in ("-h", "--help")]
+            # One spelling is enough: `-f FILE` for --file, --no-reflection for --reflection.
+            if flags and not any(f"{f}{end}" in usage for end in (" ", "]", "=", "\n")
+                                 for f in flags):
+                missing.append(f"{name} {flags[-1]}")
+    assert missing == []
+    assert "PatchWorkload" in readme and "PatchPodGroup" in readme
