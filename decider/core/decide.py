@@ -232,7 +232,7 @@ def _finish(st: PassState) -> Plan:
         st.explain("nothing to do: the JobSet is as it should be")
     return Plan(actions=actions, status=_normalized_status(st.status),
                 requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
-                resource_version=st.js.resource_version)
+                resource_version=st.js.resource_version, failure_policy=st.failure_policy)
 
 
 def _normalized_status(status: dict) -> dict:

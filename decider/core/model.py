@@ -160,6 +160,24 @@ class Action:
     event: Event | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FailurePolicyDecision:
+    """What the failure policy did in a pass, as data: the explanation says it in words, and a
+    caller that asks "which rule fired?" (Simulate, tracing) reads it here instead of matching
+    the rules again."""
+
+    # The failed Job the policy acted on (upstream's "first failed job").
+    job: str
+    # That Job's failure reason and message (its Failed condition).
+    reason: str
+    message: str
+    # The rule that matched; "" when none did (the default action) or there is no policy.
+    rule: str
+    # The action taken (FailJobSet, RestartJobSet, ...); "" when the JobSet has no failure
+    # policy at all (it fails with FailedJobs).
+    action: str
+
+
 @dataclass(slots=True)
 class Plan:
     actions: list[Action] = field(default_factory=list)
@@ -167,3 +185,5 @@ class Plan:
     requeue_after_seconds: int = 0
     explanation: list[str] = field(default_factory=list)
     resource_version: str = ""
+    # Set when this pass applied the failure policy.
+    failure_policy: FailurePolicyDecision | None = None
