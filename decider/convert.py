@@ -10,11 +10,12 @@ import json
 from datetime import UTC
 from typing import Any
 
-from decider import json_input, limits
+from decider import json_input, limits, summarize
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import (
     Action,
+    FailurePolicyDecision,
     JobCondition,
     Observed,
     ObservedJob,
@@ -126,25 +127,69 @@ def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
                           uid=msg.uid, controller_uid=msg.controller_uid, obj=obj)
 
 
+def _check_job_names(jobs: Any, fields: list[str]) -> None:
+    for job, field in zip(jobs, fields, strict=True):
+        if not job.name:
+            raise InvalidInput.at(field, "Required value")
+        if len(job.name) > limits.MAX_NAME_BYTES:
+            raise InvalidInput.at(field, f"must be no more than {limits.MAX_NAME_BYTES} "
+                                         "characters")
+
+
+def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
+    """The objects of `observed_json`, summarized into a request's typed lists by the same code
+    the Python client uses, so that sending them whole or summarized decides alike."""
+    out = pb.DecideRequest()
+    limits.check_count(len(req.observed_json), "observed_json", lim.max_observed,
+                       "observed objects")
+    job_fields: list[str] = []
+    for i, text in enumerate(req.observed_json):
+        field = f"observed_json[{i}]"
+        limits.check_object_bytes(text, field, lim)
+        obj = parse_object(text, field, lim)
+        before = (len(out.jobs), len(out.pods), len(out.objects))
+        try:
+            summarize.add_observed(out, obj, field)
+        except summarize.ObservationError as exc:
+            raise InvalidInput.at(exc.field, exc.message) from None
+        if len(out.jobs) > before[0]:
+            job_fields.append(f"{field}.metadata.name")
+        # A typed field holds no string over max_string_bytes; a summary made here is held to
+        # the same, naming the object it came from.
+        added = out.jobs[-1] if len(out.jobs) > before[0] else \
+            out.pods[-1] if len(out.pods) > before[1] else None
+        if added is not None and added.ByteSize() > lim.max_string_bytes:
+            try:
+                limits.check_strings([added], field, lim)
+            except InvalidInput as exc:
+                raise InvalidInput([FieldError(e.field.replace(f"{field}[0]", field, 1),
+                                               e.message) for e in exc.errors]) from None
+    _check_job_names(out.jobs, job_fields)
+    return out
+
+
 def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Observed:
     limits.check_decide_request(req, lim)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
-    for i, job in enumerate(req.jobs):
-        if not job.name:
-            raise InvalidInput.at(f"jobs[{i}].name", "Required value")
-        if len(job.name) > limits.MAX_NAME_BYTES:
-            raise InvalidInput.at(f"jobs[{i}].name", f"must be no more than "
-                                                    f"{limits.MAX_NAME_BYTES} characters")
+    _check_job_names(req.jobs, [f"jobs[{i}].name" for i in range(len(req.jobs))])
+    jobs, objects, pods = req.jobs, req.objects, req.pods
+    if req.observed_json:
+        raw = _summarized(req, lim)
+        jobs, objects, pods = ([*jobs, *raw.jobs], [*objects, *raw.objects],
+                               [*pods, *raw.pods])
+        for name, items in (("jobs", jobs), ("objects", objects), ("pods", pods)):
+            limits.check_count(len(items), name, lim.max_observed,
+                               f"observed {name} (typed and observed_json together)")
     jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
     limits.check_jobset_replicas(jobset, lim)
     return Observed(
         jobset=jobset,
         now=req.now.ToDatetime(tzinfo=UTC),
-        jobs=[_job(j) for j in req.jobs],
-        objects=[_object(o, i, lim) for i, o in enumerate(req.objects)],
+        jobs=[_job(j) for j in jobs],
+        objects=[_object(o, i, lim) for i, o in enumerate(objects)],
         pods=[ObservedPod(name=p.name, phase=p.phase, annotations=dict(p.annotations),
-                          max_container_restarts=p.max_container_restarts) for p in req.pods],
+                          max_container_restarts=p.max_container_restarts) for p in pods],
         options=options_from_proto(req.options, lim),
     )
 
@@ -192,14 +237,22 @@ def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
     return msg
 
 
+def failure_policy_to_proto(d: FailurePolicyDecision) -> pb.FailurePolicyDecision:
+    return pb.FailurePolicyDecision(job=d.job, reason=d.reason, message=d.message, rule=d.rule,
+                                    action=d.action)
+
+
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
-    return pb.DecideResponse(
+    msg = pb.DecideResponse(
         actions=[_action(a) for a in plan.actions],
         status=status_to_proto(plan.status),
         requeue_after_seconds=plan.requeue_after_seconds,
         explanation=plan.explanation,
         resource_version=plan.resource_version,
     )
+    if plan.failure_policy is not None:
+        msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure_policy))
+    return msg
 
 
 def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
@@ -352,3 +405,4 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
             if info.gang_min_count is not None:
                 msg.gang.min_count = info.gang_min_count
     return out
+

@@ -88,13 +88,22 @@ def action_to_dict(action: pb.Action) -> dict[str, Any]:
     return out
 
 
+def failure_policy_to_dict(decision: pb.FailurePolicyDecision) -> dict[str, Any]:
+    return {"job": decision.job, "reason": decision.reason, "message": decision.message,
+            "rule": decision.rule, "action": decision.action}
+
+
 def plan_to_dict(response: pb.DecideResponse) -> dict[str, Any]:
-    return {
+    out = {
         "actions": [action_to_dict(a) for a in response.actions],
         "status": status_to_dict(response.status),
         "requeueAfterSeconds": response.requeue_after_seconds,
         "explanation": list(response.explanation),
     }
+    # Only when the failure policy applied: plans of every other pass print as they always did.
+    if response.HasField("failure_policy"):
+        out["failurePolicy"] = failure_policy_to_dict(response.failure_policy)
+    return out
 
 
 def validation_to_dict(response: pb.ValidateResponse) -> dict[str, Any]:
