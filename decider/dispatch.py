@@ -44,6 +44,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("Validate", pb.ValidateRequest, convert.validate_response),
     Method("PlanGang", pb.PlanGangRequest, convert.plan_gang_response),
     Method("PodSets", pb.PodSetsRequest, convert.pod_sets_response),
+    Method("Simulate", pb.SimulateRequest, convert.simulate_response),
 )}
 # A method's number on the wire between the server and its workers.
 METHOD_IDS: dict[str, int] = {name: i for i, name in enumerate(METHODS)}

@@ -30,6 +30,16 @@ ACTION_NAMES = {
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
 }
 ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
+SIMULATION_EVENT_NAMES = {
+    pb.SIMULATION_EVENT_TYPE_JOB_FAILED: "JobFailed",
+    pb.SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: "JobSucceeded",
+    pb.SIMULATION_EVENT_TYPE_JOB_READY: "JobReady",
+    pb.SIMULATION_EVENT_TYPE_JOB_SUSPENDED: "JobSuspended",
+    pb.SIMULATION_EVENT_TYPE_JOB_RESUMED: "JobResumed",
+    pb.SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: "JobSetSuspended",
+    pb.SIMULATION_EVENT_TYPE_JOBSET_RESUMED: "JobSetResumed",
+}
+SIMULATION_EVENT_TYPES = {name: value for value, name in SIMULATION_EVENT_NAMES.items()}
 
 
 def condition_to_dict(cond: pb.Condition) -> dict[str, Any]:
@@ -155,6 +165,52 @@ def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
                      else None,
                      "gang": gang, "warnings": list(ps.warnings)})
     return {"podSets": sets}
+
+
+def simulation_event_to_dict(event: pb.SimulationEvent) -> dict[str, Any]:
+    out: dict[str, Any] = {"at": event.at_seconds,
+                           "type": SIMULATION_EVENT_NAMES.get(event.type, "Unspecified")}
+    if event.job:
+        out["job"] = event.job
+    if event.type == pb.SIMULATION_EVENT_TYPE_JOB_FAILED:
+        out["reason"] = event.reason or "BackoffLimitExceeded"
+        out["message"] = event.message
+    return out
+
+
+def outcome_to_dict(outcome: pb.SimulationOutcome) -> dict[str, Any]:
+    """The outcome, its counters spelled as the JobSet status spells them."""
+    recreated = []
+    for job in outcome.recreated_jobs:
+        entry: dict[str, Any] = {"name": job.name, "restartAttempt": job.restart_attempt}
+        if job.HasField("job_restart_attempt"):
+            entry["jobRestartAttempt"] = job.job_restart_attempt
+        recreated.append(entry)
+    return {
+        "terminalState": outcome.terminal_state,
+        "reason": outcome.reason,
+        "restarts": outcome.restarts,
+        "restartsCountTowardsMax": outcome.restarts_count_towards_max,
+        "restartsLeft": outcome.restarts_left,
+        "recreatedJobs": recreated,
+        "deletedJobs": list(outcome.deleted_jobs),
+        "failurePolicy": [failure_policy_to_dict(d) for d in outcome.failure_policy],
+        "summary": outcome.summary,
+        "passes": outcome.passes,
+        "settled": outcome.settled,
+        "endTime": outcome.end_time,
+        "jobSetDeleted": outcome.jobset_deleted,
+        "eventsNotApplied": list(outcome.events_not_applied),
+    }
+
+
+def simulation_to_dict(response: pb.SimulateResponse) -> dict[str, Any]:
+    return {
+        "steps": [{"pass": s.pass_number, "time": s.time, "at": s.at_seconds,
+                   "events": [simulation_event_to_dict(e) for e in s.events],
+                   "plan": plan_to_dict(s.plan)} for s in response.steps],
+        "outcome": outcome_to_dict(response.outcome),
+    }
 
 
 def dumps(data: Any, fmt: str = "json") -> str:
