@@ -407,7 +407,35 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
             msg.gang.pod_sets.extend(info.gang_pod_sets)
             if info.gang_min_count is not None:
                 msg.gang.min_count = info.gang_min_count
+        msg.pod_requests.update(info.pod_requests)
+        msg.total_requests.update(info.total_requests)
+        msg.node_selector.update(info.node_selector)
+        msg.tolerations.extend(_toleration(t) for t in info.tolerations)
+        if info.topology_request is not None:
+            msg.topology_request.CopyFrom(_topology_request(info.topology_request))
     return out
+
+
+def _toleration(t: Toleration) -> pb.Toleration:
+    msg = pb.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
+    if t.toleration_seconds is not None:
+        msg.toleration_seconds = t.toleration_seconds
+    return msg
+
+
+_TOPOLOGY_FIELDS = {"required": "required", "preferred": "preferred",
+                    "unconstrained": "unconstrained", "podIndexLabel": "pod_index_label",
+                    "subGroupIndexLabel": "sub_group_index_label",
+                    "subGroupCount": "sub_group_count", "podSetGroupName": "pod_set_group_name",
+                    "podSetSliceRequiredTopology": "pod_set_slice_required_topology",
+                    "podSetSliceSize": "pod_set_slice_size"}
+
+
+def _topology_request(request: dict[str, Any]) -> pb.PodSetTopologyRequest:
+    msg = pb.PodSetTopologyRequest()
+    for key, value in request.items():
+        setattr(msg, _TOPOLOGY_FIELDS[key], value)
+    return msg
 
 
 _SIM_EVENT_TYPES = {

@@ -163,8 +163,38 @@ def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
         sets.append({"name": ps.name, "count": ps.count,
                      "replicatedJob": ps.replicated_job if ps.HasField("replicated_job")
                      else None,
-                     "gang": gang, "warnings": list(ps.warnings)})
+                     "gang": gang, "warnings": list(ps.warnings),
+                     # Sorted: a proto map has no order, and the bytes must not depend on the
+                     # transport.
+                     "podRequests": dict(sorted(ps.pod_requests.items())),
+                     "totalRequests": dict(sorted(ps.total_requests.items())),
+                     "nodeSelector": dict(sorted(ps.node_selector.items())),
+                     "tolerations": [toleration_to_dict(t) for t in ps.tolerations],
+                     "topologyRequest": topology_request_to_dict(ps.topology_request)
+                     if ps.HasField("topology_request") else None})
     return {"podSets": sets}
+
+
+def toleration_to_dict(t: pb.Toleration) -> dict[str, Any]:
+    """A toleration as the pod spec spells it, empty fields left out."""
+    out: dict[str, Any] = {k: v for k, v in (("key", t.key), ("operator", t.operator),
+                                             ("value", t.value), ("effect", t.effect)) if v}
+    if t.HasField("toleration_seconds"):
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+_TOPOLOGY_KEYS = (("required", "required"), ("preferred", "preferred"),
+                  ("unconstrained", "unconstrained"), ("podIndexLabel", "pod_index_label"),
+                  ("subGroupIndexLabel", "sub_group_index_label"),
+                  ("subGroupCount", "sub_group_count"), ("podSetGroupName", "pod_set_group_name"),
+                  ("podSetSliceRequiredTopology", "pod_set_slice_required_topology"),
+                  ("podSetSliceSize", "pod_set_slice_size"))
+
+
+def topology_request_to_dict(req: pb.PodSetTopologyRequest) -> dict[str, Any]:
+    """Kueue's PodSetTopologyRequest, its fields in Kueue's order, unset ones left out."""
+    return {key: getattr(req, attr) for key, attr in _TOPOLOGY_KEYS if req.HasField(attr)}
 
 
 def simulation_event_to_dict(event: pb.SimulationEvent) -> dict[str, Any]:
