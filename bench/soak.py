@@ -121,7 +121,7 @@ def _hostile_mix(rng: random.Random) -> list[tuple[str, bytes]]:
         out.append(("Validate", pb.ValidateRequest(object_json=json.dumps(js))
                     .SerializeToString()))
     big = _jobset()
-    big["spec"]["replicatedJobs"][1]["replicas"] = 100_000
+    big["spec"]["replicatedJobs"][1]["replicas"] = 99_999  # 100,000 Jobs in all
     out.append(("Decide", _decide(big).SerializeToString()))  # plan over 64 MiB
     rng.shuffle(out)
     return out
@@ -181,7 +181,8 @@ async def _drive(target: str, items: list[tuple[str, bytes]], count: int | None,
         calls = {m: channel.unary_unary(f"/decider.v1.Decider/{m}", request_serializer=_identity,
                                         response_deserializer=_identity)
                  for m in ("Decide", "Validate", "PlanGang", "PodSets")}
-        await calls["Decide"](items[0][1], timeout=30, wait_for_ready=True)
+        warm_up = _decide(_jobset()).SerializeToString()
+        await calls["Decide"](warm_up, timeout=30, wait_for_ready=True)
         started = time.monotonic()
         sent = 0
 

@@ -6,7 +6,9 @@ wire form whichever way it was asked for.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
@@ -15,7 +17,7 @@ from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.model import (
     Action,
-    FailurePolicyDecision,
+    FailureOutcome,
     JobCondition,
     Observed,
     ObservedJob,
@@ -31,6 +33,7 @@ from decider.core.simulate import MAX_EVENTS, SimEvent, simulate
 from decider.core.state import format_time
 from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
+from decider.version import VERSION
 
 _ACTION_TYPES = {
     "CreateJob": pb.ACTION_TYPE_CREATE_JOB,
@@ -240,7 +243,7 @@ def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
     return msg
 
 
-def failure_policy_to_proto(d: FailurePolicyDecision) -> pb.FailurePolicyDecision:
+def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
     return pb.FailurePolicyDecision(job=d.job, reason=d.reason, message=d.message, rule=d.rule,
                                     action=d.action)
 
@@ -253,15 +256,40 @@ def plan_to_proto(plan: Plan) -> pb.DecideResponse:
         explanation=plan.explanation,
         resource_version=plan.resource_version,
     )
-    if plan.failure_policy is not None:
-        msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure_policy))
+    if plan.failure is not None:
+        msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
     return msg
 
 
-def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decided request: the answer, and what it was decided from (for telemetry)."""
+
+    response: pb.DecideResponse
+    observed: Observed
+    plan: Plan
+
+
+def decision_id(method: str, request: Any) -> str:
+    """The same request to the same decider version gets the same id. Hashed in deterministic
+    form: two clients may order the same map differently."""
+    digest = hashlib.sha256(f"{VERSION}\0{method}\0".encode())
+    digest.update(request.SerializeToString(deterministic=True))
+    return digest.hexdigest()[:32]
+
+
+def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Decision:
     """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
     TooLarge for a request or plan over the limits."""
-    return plan_to_proto(decide(observed_from_proto(req, lim)))
+    observed = observed_from_proto(req, lim)
+    plan = decide(observed)
+    response = plan_to_proto(plan)
+    response.decision_id = decision_id("Decide", req)
+    return Decision(response, observed, plan)
+
+
+def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideResponse:
+    return decide_request(req, lim).response
 
 
 def validate_response(req: pb.ValidateRequest,

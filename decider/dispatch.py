@@ -8,12 +8,14 @@ mistake, INVALID_ARGUMENT, not the transport's UNKNOWN), applies the limits, dec
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
 from decider import convert
@@ -30,6 +32,9 @@ DEADLINE_EXCEEDED = 4
 RESOURCE_EXHAUSTED = 8
 INTERNAL = 13
 UNAVAILABLE = 14
+STATUS_NAMES = {OK: "OK", INVALID_ARGUMENT: "INVALID_ARGUMENT",
+                DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED", RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED",
+                INTERNAL: "INTERNAL", UNAVAILABLE: "UNAVAILABLE"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +56,17 @@ METHOD_IDS: dict[str, int] = {name: i for i, name in enumerate(METHODS)}
 METHOD_NAMES: dict[int, str] = {i: name for name, i in METHOD_IDS.items()}
 
 
+WANT_FACTS = 1  # span and metric attributes (decider/facts.py)
+WANT_RECORD = 2  # the request and the answer as JSON, for the decision log
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     code: int
     # The serialized answer when code is OK, else the status message (UTF-8).
     body: bytes
+    # JSON, when asked for: {"facts": {...}} and/or {"request": ..., "response": ...}.
+    extra: bytes = b""
 
     @property
     def message(self) -> str:
@@ -68,21 +79,52 @@ def safe_text(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def failure(code: int, message: str) -> Reply:
-    return Reply(code, safe_text(message).encode("utf-8"))
+def failure(code: int, message: str, extra: bytes = b"") -> Reply:
+    return Reply(code, safe_text(message).encode("utf-8"), extra)
 
 
-def answer_message(method: str, request: Any, limits: Limits) -> Message:
-    """The answer to a parsed request; raises InvalidInput or TooLarge."""
+def _decide(request: pb.DecideRequest, limits: Limits) -> tuple[Message, dict[str, Any]]:
+    from decider.facts import decision_facts
+
+    decision = convert.decide_request(request, limits)
+    return decision.response, decision_facts(decision, decision.response.decision_id)
+
+
+def answer_with_facts(method: str, request: Any, limits: Limits) -> tuple[Message, dict[str, Any]]:
+    """The answer to a parsed request and what it was about; raises InvalidInput or TooLarge."""
     try:
-        return METHODS[method].answer(request, limits)
+        if method == "Decide":
+            return _decide(request, limits)
+        return METHODS[method].answer(request, limits), {}
     except RecursionError:
         # json_input bounds nesting, so this would be a recursive step the bound does not
         # cover; still the input's fault, not the server's.
         raise InvalidInput.at("request", "objects are nested too deeply") from None
 
 
-def answer(method: str, payload: bytes, limits: Limits) -> Reply:
+def answer_message(method: str, request: Any, limits: Limits) -> Message:
+    """The answer to a parsed request; raises InvalidInput or TooLarge."""
+    return answer_with_facts(method, request, limits)[0]
+
+
+def _extra(want: int, facts: dict[str, Any], request: Message | None,
+           response: Message | None, status: tuple[int, str] | None) -> bytes:
+    if not want:
+        return b""
+    out: dict[str, Any] = {}
+    if want & WANT_FACTS:
+        out["facts"] = facts
+    if want & WANT_RECORD:
+        out["request"] = json_format.MessageToDict(request) if request is not None else None
+        if response is not None:
+            out["response"] = json_format.MessageToDict(response)
+        if status is not None:
+            out["status"] = {"code": STATUS_NAMES.get(status[0], str(status[0])),
+                             "message": safe_text(status[1])}
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
     """Decode, decide, encode; every outcome is a Reply, never an exception."""
     spec = METHODS.get(method)
     if spec is None:
@@ -91,24 +133,26 @@ def answer(method: str, payload: bytes, limits: Limits) -> Reply:
     try:
         request.ParseFromString(payload)
     except (DecodeError, ValueError) as exc:
-        return failure(INVALID_ARGUMENT, f"request: not a valid {spec.request.DESCRIPTOR.full_name}"
-                                         f" (malformed protobuf or a string that is not UTF-8):"
-                                         f" {exc}")
+        message = (f"request: not a valid {spec.request.DESCRIPTOR.full_name} (malformed "
+                   f"protobuf or a string that is not UTF-8): {exc}")
+        return failure(INVALID_ARGUMENT, message,
+                       _extra(want, {}, None, None, (INVALID_ARGUMENT, message)))
     try:
-        body = answer_message(method, request, limits).SerializeToString()
-    except InvalidInput as exc:
-        return failure(INVALID_ARGUMENT, str(exc))
-    except TooLarge as exc:
-        return failure(RESOURCE_EXHAUSTED, str(exc))
-    except MemoryError:
-        return failure(RESOURCE_EXHAUSTED, f"{method}: the decision needs more memory than a "
-                                           "decision worker may use")
+        response, facts = answer_with_facts(method, request, limits)
+        body = response.SerializeToString()
+    except (InvalidInput, TooLarge, MemoryError) as exc:
+        code = INVALID_ARGUMENT if isinstance(exc, InvalidInput) else RESOURCE_EXHAUSTED
+        message = str(exc) if not isinstance(exc, MemoryError) else (
+            f"{method}: the decision needs more memory than a decision worker may use")
+        return failure(code, message, _extra(want, {}, request, None, (code, message)))
     except Exception as exc:  # noqa: BLE001 - a bug: answered, logged with its traceback
         log.error("%s: unexpected %s\n%s", method, type(exc).__name__, traceback.format_exc())
-        return failure(INTERNAL, f"{method}: the decider failed on this input "
-                                 f"({type(exc).__name__}: {exc}); this is a bug, please report it")
+        message = (f"{method}: the decider failed on this input ({type(exc).__name__}: {exc});"
+                   " this is a bug, please report it")
+        return failure(INTERNAL, message, _extra(want, {}, request, None, (INTERNAL, message)))
     if len(body) > limits.max_message_bytes:
-        return failure(RESOURCE_EXHAUSTED, f"{method}: the answer is {len(body):,} bytes, over "
-                                           f"the limit of {limits.max_message_bytes:,} bytes "
-                                           "per message")
-    return Reply(OK, body)
+        message = (f"{method}: the answer is {len(body):,} bytes, over the limit of "
+                   f"{limits.max_message_bytes:,} bytes per message")
+        return failure(RESOURCE_EXHAUSTED, message,
+                       _extra(want, facts, request, None, (RESOURCE_EXHAUSTED, message)))
+    return Reply(OK, body, _extra(want, facts, request, response, None))

@@ -26,7 +26,6 @@ from decider.limits import Limits
 
 log = logging.getLogger("decider.pool")
 
-HEADER = worker_main.HEADER
 # A worker that cannot start at all (a broken install) must not be respawned in a hot loop.
 _RESPAWN_BACKOFF = (0.5, 30.0)
 
@@ -59,12 +58,14 @@ class _Worker:
     def pid(self) -> int:
         return self.proc.pid
 
-    async def call(self, method_id: int, payload: bytes) -> Reply:
-        self.writer.write(HEADER.pack(method_id, len(payload)))
+    async def call(self, method_id: int, want: int, payload: bytes) -> Reply:
+        self.writer.write(worker_main.REQUEST_HEADER.pack(method_id, want, len(payload)))
         self.writer.write(payload)
         await self.writer.drain()
-        code, length = HEADER.unpack(await self.reader.readexactly(HEADER.size))
-        return Reply(code, await self.reader.readexactly(length))
+        header = await self.reader.readexactly(worker_main.REPLY_HEADER.size)
+        code, length, extra = worker_main.REPLY_HEADER.unpack(header)
+        body = await self.reader.readexactly(length)
+        return Reply(code, body, await self.reader.readexactly(extra) if extra else b"")
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -98,6 +99,9 @@ class WorkerPool:
         self._all: set[_Worker] = set()
         self._busy: set[_Worker] = set()
         self._waiting = 0
+        # A started worker kept aside: a killed worker's place is taken at once, rather than
+        # after the half second a new process needs to import the decider.
+        self._spare: _Worker | None = None
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self.replaced = 0
@@ -106,13 +110,15 @@ class WorkerPool:
 
     async def start(self) -> None:
         """Start every worker; raises RuntimeError naming the problem if one cannot start."""
-        workers = await asyncio.gather(*(self._spawn() for _ in range(self.size)),
+        workers = await asyncio.gather(*(self._spawn() for _ in range(self.size + 1)),
                                        return_exceptions=True)
         failed = [w for w in workers if isinstance(w, BaseException)]
-        for w in workers:
-            if isinstance(w, _Worker):
-                self._all.add(w)
-                self._idle.put_nowait(w)
+        started = [w for w in workers if isinstance(w, _Worker)]
+        if started and not failed:
+            self._spare = started.pop()
+        for w in started:
+            self._all.add(w)
+            self._idle.put_nowait(w)
         if failed:
             await self.close()
             raise RuntimeError(f"decision workers did not start: {failed[0]}")
@@ -145,13 +151,19 @@ class WorkerPool:
         return w
 
     def _retire(self, w: _Worker) -> None:
-        """Kill a worker that may be mid-decision and start its replacement."""
+        """Kill a worker that may be mid-decision; the spare takes its place, and a new spare
+        is started (or, with none left, a replacement)."""
         w.kill()
         self._all.discard(w)
         self._reap(w)
-        if not self._closed:
-            self.replaced += 1
-            self._background(self._replace())
+        if self._closed:
+            return
+        self.replaced += 1
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.proc.returncode is None:
+            self._all.add(spare)
+            self._idle.put_nowait(spare)
+        self._background(self._replace())
 
     def _background(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -162,6 +174,7 @@ class WorkerPool:
         self._background(w.proc.wait())
 
     async def _replace(self) -> None:
+        """Start a worker: a pool member if the pool is short, else the new spare."""
         delay = _RESPAWN_BACKOFF[0]
         while not self._closed:
             try:
@@ -175,13 +188,23 @@ class WorkerPool:
                 w.kill()
                 self._reap(w)
                 return
-            self._all.add(w)
-            self._idle.put_nowait(w)
+            # The pool first: a member may have died while there was no spare to stand in.
+            if len(self._all) < self.size:
+                self._all.add(w)
+                self._idle.put_nowait(w)
+            elif self._spare is None:
+                self._spare = w
+            else:
+                w.kill()
+                self._reap(w)
             return
 
     async def close(self, timeout: float = 5.0) -> None:
         """Let idle workers exit (end of file on their socket); kill what remains."""
         self._closed = True
+        if self._spare is not None:
+            self._all.add(self._spare)
+            self._spare = None
         for w in list(self._all):
             w.writer.close()
         deadline = time.monotonic() + timeout
@@ -211,7 +234,7 @@ class WorkerPool:
     def busy_pids(self) -> set[int]:
         return {w.pid for w in self._busy}
 
-    async def run(self, method: str, payload: bytes, timeout: float) -> Reply:
+    async def run(self, method: str, payload: bytes, timeout: float, want: int = 0) -> Reply:
         """The worker's reply; Overrun, WorkerLost or Busy when there is none."""
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -230,7 +253,8 @@ class WorkerPool:
             raise Overrun(loop.time() - started, ran=False)
         self._busy.add(w)
         try:
-            reply = await asyncio.wait_for(w.call(METHOD_IDS.get(method, 255), payload), left)
+            reply = await asyncio.wait_for(
+                w.call(METHOD_IDS.get(method, 255), want, payload), left)
         except TimeoutError:
             self._retire(w)
             raise Overrun(loop.time() - started, ran=True) from None

@@ -7,9 +7,11 @@ worker (the pool starts another).
 
 Protocol on the inherited socket, all integers big-endian:
 - once, worker -> server: READY (one byte) when it can take requests;
-- server -> worker: method id (1 byte), length (4 bytes), the serialized request;
-- worker -> server: gRPC status code (1 byte), length (4 bytes), the serialized answer (code 0)
-  or the status message in UTF-8.
+- server -> worker: method id (1 byte), what else to send back (1 byte: dispatch.WANT_*),
+  length (4 bytes), the serialized request;
+- worker -> server: gRPC status code (1 byte), length (4 bytes), length of the extra (4 bytes),
+  the serialized answer (code 0) or the status message in UTF-8, then the extra (JSON: facts
+  for telemetry, the request and answer for the decision log), when asked for.
 End of file on the socket means the server is gone or done: the worker exits.
 """
 
@@ -28,7 +30,8 @@ import sys
 from collections.abc import Sequence
 
 READY = b"R"
-HEADER = struct.Struct("!BI")
+REQUEST_HEADER = struct.Struct("!BBI")
+REPLY_HEADER = struct.Struct("!BII")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -61,16 +64,17 @@ def serve(sock: socket.socket, limits_json: str) -> None:
     limits = Limits(**json.loads(limits_json))
     sock.sendall(READY)
     while True:
-        header = _recv_exactly(sock, HEADER.size)
+        header = _recv_exactly(sock, REQUEST_HEADER.size)
         if header is None:
             return
-        method_id, length = HEADER.unpack(header)
+        method_id, want, length = REQUEST_HEADER.unpack(header)
         payload = _recv_exactly(sock, length)
         if payload is None:
             return
         method = dispatch.METHOD_NAMES.get(method_id, f"method #{method_id}")
-        reply = dispatch.answer(method, payload, limits)
-        sock.sendall(HEADER.pack(reply.code, len(reply.body)) + reply.body)
+        reply = dispatch.answer(method, payload, limits, want)
+        sock.sendall(REPLY_HEADER.pack(reply.code, len(reply.body), len(reply.extra))
+                     + reply.body + reply.extra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,22 +22,21 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
 from decider.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES, status_to_dict
+from shim.events import JOBSET_API_VERSION, EventRecorder
 from shim.kube import Kube, Obj, Resource, status_reason
+from shim.owned import controller_ref
 
 log = logging.getLogger(__name__)
 
-JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+__all__ = ["JOBSET_API_VERSION", "Applier", "ApplyResult", "NotLeader", "StaleObservation"]
 
 _CREATES = {
     pb.ACTION_TYPE_CREATE_JOB,
@@ -125,7 +124,7 @@ class Applier:
         self.is_leader = is_leader
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply")
         self.jobsets = kube.resource(JOBSET_API_VERSION, "JobSet")
-        self.events = kube.resource("v1", "Event")
+        self.recorder = EventRecorder(kube, controller_name, identity, self._guard)
         # kind -> apiVersion of the gang objects, for actions that do not name their version.
         self.default_kinds = dict(_DEFAULT_KIND)
         for action_types, kind in (
@@ -142,8 +141,6 @@ class Applier:
             if api_version:
                 for t in action_types:
                     self.default_kinds[t] = (api_version, kind)
-        self._conflicts_reported: dict[tuple[str, str, str, str], float] = {}
-        self._conflicts_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -177,21 +174,22 @@ class Applier:
     def _one(self, jobset: Obj, plan: pb.DecideResponse, action: pb.Action, r: ApplyResult) -> None:
         self._guard()
         meta = jobset["metadata"]
-        namespace = action.namespace or meta["namespace"]
+        # Always the JobSet's namespace: the plan guard (shim/guard.py) refuses a plan naming
+        # another, and should it ever be bypassed, nothing here reaches outside the namespace.
+        namespace = meta["namespace"]
         kind = ACTION_NAMES.get(action.type, "Unspecified")
         if action.type in _CREATES:
             obj = json.loads(action.object_json)
             res = self.kube.resource(
                 obj.get("apiVersion") or action.api_version, obj.get("kind") or action.kind
             )
-            ns = (obj.get("metadata") or {}).get("namespace") or namespace
             try:
-                self.kube.create(res, ns, obj)
+                self.kube.create(res, namespace, obj)
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409 and status_reason(exc) == "AlreadyExists":
-                    self._already_exists(jobset, res, ns, obj)
-                    log.debug("%s %s/%s already exists", kind, ns, action.name)
+                    self._already_exists(jobset, res, namespace, obj)
+                    log.debug("%s %s/%s already exists", kind, namespace, action.name)
                     r.count(r.skipped, action)
                     return
                 raise
@@ -216,9 +214,9 @@ class Applier:
                     r.count(r.skipped, action)
                     return
                 raise
-        elif action.type in _PATCHES or (action.patch_json and action.kind):
-            # PatchWorkload/PatchPodGroup (a gang minCount changed in place), and any future
-            # patch action naming its kind, are applied like the Job patches.
+        elif action.type in _PATCHES:
+            # PatchWorkload/PatchPodGroup (a gang minCount changed in place) are applied like
+            # the Job patches.
             api_version, obj_kind = self.default_kinds.get(action.type, ("batch/v1", "Job"))
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             precondition: Obj = {"metadata": {"uid": action.uid}} if action.uid else {}
@@ -261,13 +259,9 @@ class Applier:
                     return
                 raise
         elif action.type == pb.ACTION_TYPE_EVENT:
-            try:
-                self.kube.create(self.events, meta["namespace"], self._event(jobset, action))
+            event = action.event
+            if self.recorder.record(jobset, event.type or "Normal", event.reason, event.message):
                 r.count(r.applied, action)
-            except ApiException as exc:
-                log.warning(
-                    "event %s on %s not recorded: %s", action.event.reason, meta["name"], exc
-                )
         else:
             log.warning("unknown action type %s for %s: ignored", action.type, action.name)
             r.count(r.skipped, action)
@@ -295,7 +289,7 @@ class Applier:
         have = _controller_uid(existing)
         if have == want:
             return
-        holder = _controller_ref(existing)
+        holder = controller_ref(existing)
         by = (
             f"controlled by {holder.get('kind', '?')} {holder.get('name', '?')} "
             f"(uid {holder.get('uid', '')})"
@@ -308,81 +302,13 @@ class Applier:
             "adopt it"
         )
         reason = GANG_CONFLICT_REASON if res.kind in GANG_KINDS else CONFLICT_REASON
-        self._report_conflict(jobset, res.kind, name, have, reason, message)
+        if self.recorder.warn_once(
+            jobset, reason, message, (res.kind, name, have), CONFLICT_EVENT_INTERVAL
+        ):
+            log.warning("%s/%s: %s", namespace, js, message)
         raise CreateConflict(message)
-
-    def _report_conflict(
-        self, jobset: Obj, kind: str, name: str, holder: str, reason: str, message: str
-    ) -> None:
-        key = (jobset["metadata"].get("uid", ""), kind, name, holder)
-        now = time.monotonic()
-        with self._conflicts_lock:
-            last = self._conflicts_reported.get(key)
-            if last is not None and now - last < CONFLICT_EVENT_INTERVAL:
-                return
-            self._conflicts_reported[key] = now
-            # Bounded: entries older than the interval would be re-reported anyway.
-            if len(self._conflicts_reported) > 4096:
-                self._conflicts_reported = {
-                    k: t
-                    for k, t in self._conflicts_reported.items()
-                    if now - t < CONFLICT_EVENT_INTERVAL
-                }
-        meta = jobset["metadata"]
-        log.warning("%s/%s: %s", meta["namespace"], meta["name"], message)
-        try:
-            self._guard()
-            self.kube.create(
-                self.events, meta["namespace"], self._event_body(jobset, "Warning", reason, message)
-            )
-        except ApiException as exc:
-            log.warning("event %s on %s not recorded: %s", reason, meta["name"], exc)
-
-    def _event(self, jobset: Obj, action: pb.Action) -> Obj:
-        return self._event_body(
-            jobset, action.event.type or "Normal", action.event.reason, action.event.message
-        )
-
-    def _event_body(self, jobset: Obj, event_type: str, reason: str, message: str) -> Obj:
-        meta = jobset["metadata"]
-        now = datetime.now(UTC)
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                # client-go's recorder names events <object>.<unix nanoseconds in hex>.
-                "name": f"{meta['name']}.{time.time_ns():x}",
-                "namespace": meta["namespace"],
-            },
-            "involvedObject": {
-                "apiVersion": jobset.get("apiVersion", JOBSET_API_VERSION),
-                "kind": "JobSet",
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta.get("uid", ""),
-                "resourceVersion": meta.get("resourceVersion", ""),
-            },
-            "type": event_type,
-            "reason": reason,
-            "message": message,
-            "action": "Reconciling",
-            "source": {"component": self.controller_name},
-            "reportingComponent": self.controller_name,
-            "reportingInstance": self.identity,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-
-
-def _controller_ref(obj: Obj) -> dict[str, str] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def _controller_uid(obj: Obj) -> str:
-    ref = _controller_ref(obj)
+    ref = controller_ref(obj)
     return str(ref.get("uid") or "") if ref else ""

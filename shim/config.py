@@ -8,6 +8,8 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
+
 DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEFAULT_SCHEDULING_API_VERSION = "scheduling.k8s.io/v1alpha2"
@@ -81,9 +83,21 @@ class Config:
     retry_period: float = 2.0
     backoff_base: float = 0.005
     backoff_max: float = 300.0
+    # A plan the guard refused, or a decision the decider refused (INVALID_ARGUMENT, ...): the
+    # same input would get the same answer, so the retry waits minutes, not milliseconds. A
+    # change to the JobSet or its objects still runs a pass at once.
+    refusal_backoff_base: float = 30.0
+    refusal_backoff_max: float = 600.0
     watch_timeout: tuple[int, int] = (300, 600)
     cache_sync_timeout: float = 120.0
     api_qps_pool: int = 32
+    # Client-side rate limit of API requests (watches excepted), client-go's defaults; qps <= 0
+    # turns it off. Throttled answers (429, or 5xx with Retry-After) are waited out and sent
+    # again up to kube_api_max_retries times, each wait at most kube_api_max_retry_wait.
+    kube_api_qps: float = DEFAULT_QPS
+    kube_api_burst: int = DEFAULT_BURST
+    kube_api_max_retries: int = DEFAULT_MAX_RETRIES
+    kube_api_max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT
     once: bool = False
     log_level: str = "INFO"
 
@@ -194,6 +208,34 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--scheduling-api-version), scheduler-plugins (PodGroup scheduling.x-k8s.io/v1alpha1) "
         "or volcano (PodGroup scheduling.volcano.sh/v1beta1) (env SHIM_GANG_TARGET)",
     )
+    p.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=float(e("SHIM_KUBE_API_QPS", str(DEFAULT_QPS))),
+        help="API requests per second (watches excepted), client-side; 0 or less: no limit "
+        "(env SHIM_KUBE_API_QPS, default %(default)s as client-go)",
+    )
+    p.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=int(e("SHIM_KUBE_API_BURST", str(DEFAULT_BURST))),
+        help="API requests allowed at once above --kube-api-qps "
+        "(env SHIM_KUBE_API_BURST, default %(default)s as client-go)",
+    )
+    p.add_argument(
+        "--kube-api-max-retries",
+        type=int,
+        default=int(e("SHIM_KUBE_API_MAX_RETRIES", str(DEFAULT_MAX_RETRIES))),
+        help="times a request answered 429 (or 5xx) with Retry-After is sent again after "
+        "waiting (env SHIM_KUBE_API_MAX_RETRIES, default %(default)s)",
+    )
+    p.add_argument(
+        "--kube-api-max-retry-wait",
+        type=float,
+        default=float(e("SHIM_KUBE_API_MAX_RETRY_WAIT", str(DEFAULT_MAX_RETRY_WAIT))),
+        help="longest Retry-After honoured, seconds (env SHIM_KUBE_API_MAX_RETRY_WAIT, "
+        "default %(default)s)",
+    )
     p.add_argument("--workers", type=int, default=int(e("SHIM_WORKERS", "4")))
     p.add_argument(
         "--max-parallel-writes",
@@ -241,6 +283,10 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
             f"--gang-target: invalid choice {args.gang_target!r} "
             f"(choose from {', '.join(GANG_TARGETS)})"
         )
+    if args.kube_api_qps > 0 and args.kube_api_burst < 1:
+        parser.error("--kube-api-burst must be at least 1 when --kube-api-qps is set")
+    if args.kube_api_max_retries < 0 or args.kube_api_max_retry_wait < 0:
+        parser.error("--kube-api-max-retries and --kube-api-max-retry-wait must not be negative")
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
     return Config(
         kubeconfig=args.kubeconfig,
@@ -259,6 +305,10 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         gang_target=args.gang_target,
         workers=args.workers,
         max_parallel_writes=args.max_parallel_writes,
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
+        kube_api_max_retries=args.kube_api_max_retries,
+        kube_api_max_retry_wait=args.kube_api_max_retry_wait,
         leader_elect=args.leader_elect,
         leader_elect_namespace=args.leader_elect_namespace,
         leader_elect_name=args.leader_elect_name,

@@ -1,9 +1,9 @@
-"""The shim: watch -> observe -> ask the decider -> apply.
+"""The shim: watch -> observe -> ask the decider -> check the plan -> apply.
 
 The shim decides nothing itself. It keeps a cache of the JobSets it manages and of the objects
 they control, turns one JobSet and its objects into a DecideRequest (decider_client.observe),
-and applies the plan. Everything else (which Jobs, which status, when to restart) is the
-decider's answer.
+and applies the plan once the guard (shim/guard.py) found every action inside the JobSet.
+Everything else (which Jobs, which status, when to restart) is the decider's answer.
 """
 
 from __future__ import annotations
@@ -22,29 +22,24 @@ from decider_client import DeciderClient
 from decider_client.observe import build_decide_request
 from shim.apply import JOBSET_API_VERSION, Applier, NotLeader, StaleObservation
 from shim.config import Config
-from shim.informer import Informer, controller_ref
+from shim.guard import PlanGuard
+from shim.informer import Informer
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
+from shim.owned import (
+    OwnedIndex,
+    controller_ref,
+    is_jobset_ref,
+    jobset_owner,
+    may_be_gang_name,
+)
+from shim.refusals import DecisionRefused, PlanRefused, as_refusal, report
 from shim.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 Key = tuple[str, str]
-# Every Workload/PodGroup name the decider gives a JobSet's gang objects (docs/gang.md, "Names")
-# is `<js>` (1.35 draft naming), `<js>-...`, or, past 63 characters, `<js[:52]>-<10-character
-# hash>` (63 - 1 - 10). Objects with such a name are sent to Decide whoever controls them, so
-# that a same-named foreign object is refused rather than adopted.
-GANG_NAME_PREFIX = 52
-
-
-def may_be_gang_name(jobset_name: str, name: str) -> bool:
-    """True for every name the decider may give one of this JobSet's gang objects."""
-    return (
-        name == jobset_name
-        or name.startswith(jobset_name + "-")
-        or name.startswith(jobset_name[:GANG_NAME_PREFIX] + "-")
-    )
 
 
 @dataclass
@@ -52,6 +47,9 @@ class Stats:
     reconciles: int = 0
     errors: int = 0
     conflicts: int = 0
+    # Plans the guard refused; decisions the decider refused (a REFUSAL_CODES status).
+    refused_plans: int = 0
+    refused_decisions: int = 0
     decide_seconds: list[float] = field(default_factory=list)
 
 
@@ -76,7 +74,7 @@ class Shim:
         self.elector: LeaderElector | None = None
         if config.leader_elect:
             self.elector = LeaderElector(
-                kube,
+                kube.for_leader_election(),
                 config.leader_elect_namespace,
                 config.leader_elect_name,
                 config.identity,
@@ -87,6 +85,7 @@ class Shim:
                 on_stopped_leading=self._on_lost,
             )
         gang_kinds = set(config.gang_kinds)
+        self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
         self.applier = Applier(
             kube,
             config.controller_name,
@@ -95,9 +94,7 @@ class Shim:
             config.max_parallel_writes,
             gang_kinds={kind: api_version for api_version, kind in config.gang_kinds},
         )
-        # Owned objects, indexed by the UID of their controlling JobSet.
-        self._owned: dict[str, dict[tuple[str, str, str], Obj]] = {}
-        self._owned_lock = threading.Lock()
+        self._owned = OwnedIndex()
         self.jobsets = Informer(
             kube,
             kube.resource(JOBSET_API_VERSION, "JobSet"),
@@ -160,28 +157,15 @@ class Shim:
             self.queue.add((meta["namespace"], meta["name"]))
 
     def _on_owned(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        meta = obj["metadata"]
-        key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"])
-        with self._owned_lock:
-            if old is not None:
-                old_ref = controller_ref(old)
-                if old_ref is not None:
-                    bucket = self._owned.get(old_ref["uid"])
-                    if bucket is not None:
-                        bucket.pop(key, None)
-                        if not bucket:
-                            del self._owned[old_ref["uid"]]
-            ref = controller_ref(obj)
-            if ref is not None and etype != "DELETED":
-                self._owned.setdefault(ref["uid"], {})[key] = obj
-        ref = controller_ref(obj) or (controller_ref(old) if old else None)
-        if ref is not None and ref.get("kind") == "JobSet":
-            self.queue.add((meta.get("namespace", ""), ref["name"]))
+        self._owned.update(obj, old, etype == "DELETED")
+        ref = controller_ref(obj) or controller_ref(old)
+        if ref is not None and is_jobset_ref(ref):
+            # An owner is in its object's namespace: a reference never wakes another one's.
+            self.queue.add((obj["metadata"].get("namespace", ""), str(ref.get("name", ""))))
 
     def _on_gang(self, etype: str, obj: Obj, old: Obj | None) -> None:
         self._on_owned(etype, obj, old)
-        ref = controller_ref(obj) or (controller_ref(old) if old else None)
-        if ref is not None and ref.get("kind") == "JobSet":
+        if is_jobset_ref(controller_ref(obj) or controller_ref(old)):
             return
         # Not a JobSet's: it may hold a name a JobSet's gang object needs. Its owner is not
         # ours to wake, but such a JobSet is: when the object goes, the refused pass can run.
@@ -206,8 +190,7 @@ class Shim:
         """What the JobSet controls, plus gang objects named like its own whoever controls them."""
         uid = jobset["metadata"].get("uid", "")
         ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
-        with self._owned_lock:
-            out = list(self._owned.get(uid, {}).values())
+        out = self._owned.controlled(ns, uid)
         for informer in self.gang_informers:
             out.extend(
                 informer.select(
@@ -215,7 +198,7 @@ class Shim:
                         o["metadata"].get("namespace") == ns
                         and may_be_gang_name(name, o["metadata"]["name"])
                         # Controlled ones are in the index already.
-                        and (controller_ref(o) or {}).get("uid") != uid
+                        and jobset_owner(o) != (ns, uid)
                     )
                 )
             )
@@ -238,9 +221,12 @@ class Shim:
             return 0.0
         if jobset["metadata"].get("deletionTimestamp"):
             return 0.0
+        # The guard checks the plan against this snapshot, the one it was decided on: what the
+        # JobSet controlled then may be deleted or patched (UID preconditions catch later change).
+        observed = self.owned(jobset)
         request = build_decide_request(
             jobset,
-            self.owned(jobset),
+            observed,
             self.clock(),
             self.config.controller_name,
             self.config.feature_gates,
@@ -248,8 +234,19 @@ class Shim:
             gang_target=self.config.gang_target,
         )
         started = time.perf_counter()
-        plan: pb.DecideResponse = self.decider.decide(request, timeout=self.config.decider_timeout)
+        try:
+            plan: pb.DecideResponse = self.decider.decide(
+                request, timeout=self.config.decider_timeout
+            )
+        except grpc.RpcError as exc:
+            refused = as_refusal(jobset, exc)
+            if refused is not None:
+                raise refused from exc
+            raise
         self.stats.decide_seconds.append(time.perf_counter() - started)
+        refusal = self.guard.check(jobset, observed, plan)
+        if refusal is not None:
+            raise PlanRefused(jobset, refusal)
         if plan.actions:
             log.info(
                 "%s/%s: %s",
@@ -267,6 +264,14 @@ class Shim:
             requeue = self.reconcile(key)
         except NotLeader:
             return False
+        except (PlanRefused, DecisionRefused) as exc:
+            self.stats.errors += 1
+            delay = self.queue.add_rate_limited(
+                key, self.config.refusal_backoff_base, self.config.refusal_backoff_max
+            )
+            self._report_refusal(exc)
+            log.warning("%s/%s: %s; retrying in %.0fs", key[0], key[1], exc, delay)
+            return False
         except StaleObservation as exc:
             # The newer JobSet is on its way through the watch and will queue this key again;
             # the short delayed retry only covers a watch that is behind.
@@ -274,28 +279,30 @@ class Shim:
             log.info("%s/%s: %s; observing again", key[0], key[1], exc)
             self.queue.add_after(key, max(self.config.backoff_base, 0.05))
             return False
-        except grpc.RpcError as exc:
-            self.stats.errors += 1
-            delay = self.queue.add_rate_limited(key)
-            log.warning(
-                "%s/%s: decider call failed (%s); retrying in %.2fs",
-                key[0],
-                key[1],
-                exc.code() if hasattr(exc, "code") else exc,
-                delay,
-            )
-            return False
         except Exception as exc:  # noqa: BLE001 - any failure is retried with backoff
             self.stats.errors += 1
             delay = self.queue.add_rate_limited(key)
-            log.warning(
-                "%s/%s: reconcile failed: %s; retrying in %.2fs", key[0], key[1], exc, delay
+            what = (
+                f"decider call failed ({exc.code()})"
+                if isinstance(exc, grpc.RpcError) and hasattr(exc, "code")
+                else f"reconcile failed: {exc}"
             )
+            log.warning("%s/%s: %s; retrying in %.2fs", key[0], key[1], what, delay)
             return False
         self.queue.forget(key)
+        jobset = self.jobsets.get(*key)
+        if jobset is not None:
+            self.applier.recorder.forget(jobset["metadata"].get("uid", ""))
         if requeue > 0:
             self.queue.add_after(key, requeue)
         return True
+
+    def _report_refusal(self, exc: PlanRefused | DecisionRefused) -> None:
+        if isinstance(exc, PlanRefused):
+            self.stats.refused_plans += 1
+        else:
+            self.stats.refused_decisions += 1
+        report(self.applier.recorder, exc)
 
     def _worker(self) -> None:
         while not self._stop.is_set():
@@ -395,6 +402,8 @@ class Shim:
                     self.reconcile(key)
                 except Exception as exc:  # noqa: BLE001 - report and go on with the others
                     failed += 1
+                    if isinstance(exc, PlanRefused | DecisionRefused):
+                        self._report_refusal(exc)
                     log.error("%s/%s: %s", key[0], key[1], exc)
             return 1 if failed else 0
         finally:

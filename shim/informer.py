@@ -12,11 +12,11 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from shim.kube import Kube, Obj, Resource, WatchStream
+from shim.ratelimit import retry_after
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +121,12 @@ class Informer:
                     self.relists += 1
                     rv = None
                     continue
-                log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, backoff)
-                self._stop.wait(backoff)
+                wait = backoff
+                if isinstance(exc, ApiException):
+                    # A throttled watch or list waits at least what the server asked.
+                    wait = max(wait, retry_after(exc.status or 0, exc.headers) or 0.0)
+                log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, wait)
+                self._stop.wait(wait)
                 backoff = min(backoff * 2, 30.0)
 
     def _in_scope(self, namespace: str | None, key: tuple[str, str]) -> bool:
@@ -198,10 +202,3 @@ class Informer:
             self.handler(etype, obj, old)
         except Exception:  # noqa: BLE001 - one bad handler call must not kill the reflector
             log.exception("%s: event handler failed", self.resource.plural)
-
-
-def controller_ref(obj: Obj) -> dict[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") is True:
-            return ref
-    return None

@@ -4,15 +4,21 @@ Every call goes through `kubernetes.client.ApiClient` (its configuration, authen
 connection pool), but paths are built from apiVersion/kind, so the shim can read, create and
 delete any kind a plan names, including kinds added after this code was written. Objects stay
 plain dicts in the API server's JSON, which is also what the decider client consumes.
+
+Every request but a watch first takes a token from the client-side rate limiter, if any, and a
+429 or 5xx that carries Retry-After is waited out and sent again, a bounded number of times
+(shim/ratelimit.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +26,9 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
+from urllib3.util.retry import Retry
+
+from shim.ratelimit import DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, TokenBucket, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +51,20 @@ class Resource:
     def path(self, namespace: str | None = None, name: str = "", subresource: str = "") -> str:
         base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
+            base += f"/namespaces/{_segment(namespace)}"
         base += f"/{self.plural}"
         if name:
-            base += f"/{name}"
+            base += f"/{_segment(name)}"
             if subresource:
                 base += f"/{subresource}"
         return base
+
+
+def _segment(value: str) -> str:
+    # A name or namespace is one path segment: never a way to another collection.
+    if "/" in value or value in (".", ".."):
+        raise ValueError(f"{value!r} is not a valid object name or namespace")
+    return value
 
 
 # Kinds the shim knows without asking discovery; any other kind is looked up once per
@@ -68,6 +84,18 @@ _KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
 }
 
 
+def _no_status_retries(api_client: client.ApiClient) -> None:
+    """Leave Retry-After to Kube.request.
+
+    urllib3's default Retry waits out a Retry-After itself, unbounded and only for GET, PUT and
+    DELETE, before the answer reaches us; connection errors keep its three retries.
+    """
+    pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if pool is not None:
+        pool.connection_pool_kw["retries"] = Retry(3, respect_retry_after_header=False)
+        pool.clear()  # pools made before this keep their own defaults
+
+
 class ResourceNotServed(Exception):
     """The API server does not serve this apiVersion/kind."""
 
@@ -82,12 +110,36 @@ def status_reason(exc: ApiException) -> str:
 class Kube:
     """Dict-in, dict-out REST calls through one `ApiClient`."""
 
-    def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        request_timeout: float = 30.0,
+        limiter: TokenBucket | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+    ) -> None:
         self.api = api_client
         self.request_timeout = request_timeout
+        self.limiter = limiter
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
         self._resources: dict[tuple[str, str], Resource] = {}
         self._discovered: dict[str, list[Obj] | None] = {}
         self._lock = threading.Lock()
+        _no_status_retries(api_client)
+
+    def for_leader_election(self) -> Kube:
+        """The same client (connections, caches) without the rate limit or Retry-After waits.
+
+        A Lease renewal queued behind a plan's creates, or asleep in a Retry-After, could miss
+        the renew deadline and lose a healthy leader its Lease (kube-controller-manager gives
+        leader election a client of its own for the same reason); the elector retries on its
+        own period anyway.
+        """
+        other = copy.copy(self)
+        other.limiter = None
+        other.max_retries = 0
+        return other
 
     # ---- resource resolution --------------------------------------------------------------
 
@@ -184,7 +236,26 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        resp = self._send(method, path, query, body, content_type, self.request_timeout)
+        attempt = 0
+        while True:
+            if self.limiter is not None:
+                self.limiter.acquire()
+            resp = self._send(method, path, query, body, content_type, self.request_timeout)
+            wait = retry_after(resp.status, resp.headers, self.max_retry_wait)
+            if wait is None or attempt >= self.max_retries:
+                break
+            resp.read()  # the connection goes back to the pool only once drained
+            attempt += 1
+            log.info(
+                "%s %s: %d, Retry-After; sending it again in %.1fs (%d/%d)",
+                method,
+                path,
+                resp.status,
+                wait,
+                attempt,
+                self.max_retries,
+            )
+            time.sleep(wait)
         data = resp.read()
         if not 200 <= resp.status <= 299:
             raise ApiException.from_response(

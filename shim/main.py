@@ -18,6 +18,7 @@ from shim.config import Config, parse_args
 from shim.controller import Shim
 from shim.kube import Kube
 from shim.local_decider import LocalDecider
+from shim.ratelimit import TokenBucket
 
 # --decider-address value that runs a decider of the shim's own (shim/local_decider.py).
 LOCAL = "local"
@@ -70,8 +71,19 @@ def decider_client(cfg: Config) -> DeciderClient:
     )
 
 
+def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
+    """The API client the flags describe: rate limit and Retry-After bounds."""
+    limiter = TokenBucket(cfg.kube_api_qps, cfg.kube_api_burst) if cfg.kube_api_qps > 0 else None
+    return Kube(
+        api,
+        limiter=limiter,
+        max_retries=cfg.kube_api_max_retries,
+        max_retry_wait=cfg.kube_api_max_retry_wait,
+    )
+
+
 def build(cfg: Config) -> Shim:
-    return Shim(cfg, Kube(api_client(cfg)), decider_client(cfg))
+    return Shim(cfg, build_kube(cfg, api_client(cfg)), decider_client(cfg))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,11 +117,14 @@ def _run(cfg: Config) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
     log.info(
-        "decider-shim %s: controller %s, decider %s, namespaces %s",
+        "decider-shim %s: controller %s, decider %s, namespaces %s, API %s",
         cfg.identity,
         cfg.controller_name,
         cfg.decider_address,
         ",".join(cfg.namespaces or ["(all)"]),
+        f"{cfg.kube_api_qps:g} QPS, burst {cfg.kube_api_burst}"
+        if cfg.kube_api_qps > 0
+        else "not rate-limited",
     )
     return shim.run()
 

@@ -5,6 +5,7 @@
   and it is queued again when that worker calls `done`.
 - `add_after` schedules a key (requeueAfter), keeping the earliest due time.
 - `add_rate_limited` requeues a failed key with per-key exponential backoff; `forget` resets it.
+  A caller may pass its own base and cap for failures that call for a slower retry.
 """
 
 from __future__ import annotations
@@ -58,11 +59,16 @@ class WorkQueue:
             heapq.heappush(self._heap, (due, self._seq, key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: Hashable) -> float:
+    def add_rate_limited(
+        self, key: Hashable, base: float | None = None, cap: float | None = None
+    ) -> float:
+        """Requeue after base * 2^(failures so far), at most cap; returns the delay."""
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-        delay = min(self._base * (2**failures), self._max)
+        base = self._base if base is None else base
+        cap = self._max if cap is None else cap
+        delay = min(base * (2 ** min(failures, 64)), cap)
         self.add_after(key, delay)
         return delay
 
@@ -73,6 +79,12 @@ class WorkQueue:
     def failures(self, key: Hashable) -> int:
         with self._cond:
             return self._failures.get(key, 0)
+
+    def due_in(self, key: Hashable) -> float | None:
+        """Seconds until a delayed key is queued, None if it is not waiting."""
+        with self._cond:
+            due = self._waiting.get(key)
+        return None if due is None else max(due - time.monotonic(), 0.0)
 
     def _promote_due_locked(self) -> float | None:
         """Move due delayed keys to the queue; returns seconds until the next one, if any."""

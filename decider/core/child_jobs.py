@@ -83,11 +83,12 @@ class ReplicatedJobBuilder:
         # Serialized once: json.loads of a string is several times faster than deepcopy.
         self.spec_json = json.dumps(_defaulted_spec(rjob.template.get("spec") or {}))
 
-    def manifest_floor_bytes(self) -> int:
-        """Bytes every Job manifest of this replicated Job needs at least on the wire: its spec,
-        compact and in UTF-8, as the answer writes it."""
-        spec = json.loads(self.spec_json)
-        return len(json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode())
+    def manifest_floor_bytes(self, index: int) -> int:
+        """Bytes the manifest of Job `index` takes on the wire, compact and in UTF-8, as the
+        answer writes it. Manifests differ only in their index's digits, so the smallest index
+        to be built gives a floor for every one."""
+        manifest = self.build(index)
+        return len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
 
     def _keys(self, index: int, name: str) -> dict[str, str]:
         keys = dict(self.common)

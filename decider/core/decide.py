@@ -196,7 +196,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
         if missing:
             builder = ReplicatedJobBuilder(js, rjob, st.status, restart_job_gate)
             if st.options.max_plan_bytes:
-                st.reserve(len(missing) * builder.manifest_floor_bytes(),
+                st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",
                            f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
             for i in missing:
@@ -232,7 +232,7 @@ def _finish(st: PassState) -> Plan:
         st.explain("nothing to do: the JobSet is as it should be")
     return Plan(actions=actions, status=_normalized_status(st.status),
                 requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
-                resource_version=st.js.resource_version, failure_policy=st.failure_policy)
+                resource_version=st.js.resource_version, failure=st.failure)
 
 
 def _normalized_status(status: dict) -> dict:

@@ -19,7 +19,7 @@ from decider.core import constants as c
 from decider.core.children import job_restarts
 from decider.core.errors import InvalidInput
 from decider.core.jobset import FailureRule
-from decider.core.model import FailurePolicyDecision, JobCondition, ObservedJob
+from decider.core.model import FailureOutcome, JobCondition, ObservedJob
 from decider.core.state import PassState, parse_time
 
 
@@ -91,9 +91,9 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
     if policy is None:
         job, cond = first_failed(failed)
         assert job is not None
-        st.failure_policy = _decision(job, cond, None, "")
         conditions.set_failed(st, c.REASON_FAILED_JOBS, _with_first_failed(
             "jobset failed due to one or more job failures", job))
+        st.failure = _outcome(job, cond, None, c.FAIL_JOBSET)
         st.explain(f"job {job.name} failed and the JobSet has no failure policy: "
                    "the JobSet fails (FailedJobs)")
         return
@@ -117,15 +117,15 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
         cond = _failure(job)
         st.explain(f"job {job.name} failed with reason {cond.reason if cond else ''!s}; "
                    f"rule '{rule.name}' matched; action {action}")
-    st.failure_policy = _decision(job, _failure(job), rule, action)
+    st.failure = _outcome(job, _failure(job), rule, action)
     _APPLIERS[action](st, job, rule)
 
 
-def _decision(job: ObservedJob, cond: JobCondition | None, rule: FailureRule | None,
-              action: str) -> FailurePolicyDecision:
-    return FailurePolicyDecision(job=job.name, reason=cond.reason if cond else "",
-                                 message=cond.message if cond else "",
-                                 rule=rule.name if rule else "", action=action)
+def _outcome(job: ObservedJob, cond: JobCondition | None, rule: FailureRule | None,
+             action: str) -> FailureOutcome:
+    return FailureOutcome(rule=rule.name if rule else "", action=action, job=job.name,
+                          reason=cond.reason if cond else "",
+                          message=cond.message if cond else "")
 
 
 def _fail_jobset(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:

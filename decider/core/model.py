@@ -160,22 +160,19 @@ class Action:
     event: Event | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FailurePolicyDecision:
-    """What the failure policy did in a pass, as data: the explanation says it in words, and a
-    caller that asks "which rule fired?" (Simulate, tracing) reads it here instead of matching
-    the rules again."""
+@dataclass(slots=True)
+class FailureOutcome:
+    """What the failure policy did in a pass: the rule that matched ("" when none did, or the
+    JobSet has no policy), the action applied, and the Job whose failure it acted on. A caller
+    that asks "which rule fired?" (telemetry, Simulate) reads it here instead of matching the
+    rules again."""
 
-    # The failed Job the policy acted on (upstream's "first failed job").
+    rule: str
+    action: str
     job: str
     # That Job's failure reason and message (its Failed condition).
-    reason: str
-    message: str
-    # The rule that matched; "" when none did (the default action) or there is no policy.
-    rule: str
-    # The action taken (FailJobSet, RestartJobSet, ...); "" when the JobSet has no failure
-    # policy at all (it fails with FailedJobs).
-    action: str
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(slots=True)
@@ -185,5 +182,5 @@ class Plan:
     requeue_after_seconds: int = 0
     explanation: list[str] = field(default_factory=list)
     resource_version: str = ""
-    # Set when this pass applied the failure policy.
-    failure_policy: FailurePolicyDecision | None = None
+    # Set when the failure policy acted in this pass (telemetry and simulation read it).
+    failure: FailureOutcome | None = None

@@ -15,7 +15,7 @@ from decider.core import conditions
 from decider.core import constants as c
 from decider.core.failure_policy import counted_restarts
 from decider.core.jobset import parse_jobset
-from decider.core.model import FailurePolicyDecision, ObservedJob, Plan
+from decider.core.model import FailureOutcome, ObservedJob, Plan
 from decider.core.sim_cluster import Cluster
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Outcome:
     restarts_left: int
     recreated_jobs: list[RecreatedJob]
     deleted_jobs: list[str]
-    failure_policy: list[FailurePolicyDecision]
+    failure_policy: list[FailureOutcome]
     summary: str
     passes: int
     settled: bool
@@ -77,7 +77,7 @@ def _jobs(n: int) -> str:
     return f"{n} Job" if n == 1 else f"{n} Jobs"
 
 
-def _effect(d: FailurePolicyDecision, plan: Plan, budget: int | None, gate: bool) -> str:
+def _effect(d: FailureOutcome, plan: Plan, budget: int | None, gate: bool) -> str:
     status = plan.status
     if status.get("terminalState") == c.FAILED:
         reason = _terminal_reason(status)
@@ -113,9 +113,9 @@ def _consequence(window: Sequence[Step]) -> str:
     return f"; {_jobs(len(deleted))} {'is' if len(deleted) == 1 else 'are'} deleted"
 
 
-def _failure_clause(d: FailurePolicyDecision, window: Sequence[Step], budget: int | None,
+def _failure_clause(d: FailureOutcome, window: Sequence[Step], budget: int | None,
                     gate: bool) -> str:
-    if not d.action:
+    if budget is None:
         policy = "the JobSet has no failure policy"
     elif d.rule:
         policy = f"rule {d.rule} matches, action {d.action}"
@@ -139,11 +139,11 @@ def _at_rest(status: dict[str, Any], jobset: dict[str, Any]) -> str:
 def summary(cluster: Cluster, steps: Sequence[Step], settled: bool, not_applied: int,
             budget: int | None) -> str:
     gate = cluster.options.gate(c.GATE_RESTART_JOB)
-    fired = [i for i, s in enumerate(steps) if s.plan.failure_policy is not None]
+    fired = [i for i, s in enumerate(steps) if s.plan.failure is not None]
     clauses = []
     for k, i in enumerate(fired):
         end = fired[k + 1] if k + 1 < len(fired) else len(steps)
-        decision = steps[i].plan.failure_policy
+        decision = steps[i].plan.failure
         assert decision is not None
         clauses.append(_failure_clause(decision, steps[i:end], budget, gate))
     status = cluster.jobset.get("status") or {}
@@ -174,7 +174,7 @@ def outcome(cluster: Cluster, steps: Sequence[Step], *, settled: bool,
         restarts_left=_left(status, budget, cluster.options.gate(c.GATE_RESTART_JOB)),
         recreated_jobs=recreated,
         deleted_jobs=sorted(n for n in cluster.deleted if n not in cluster.jobs),
-        failure_policy=[s.plan.failure_policy for s in steps if s.plan.failure_policy],
+        failure_policy=[s.plan.failure for s in steps if s.plan.failure],
         summary=summary(cluster, steps, settled, len(not_applied), budget),
         passes=len(steps),
         settled=settled,

@@ -8,7 +8,7 @@ from typing import Any
 
 from decider.core.errors import TooLarge
 from decider.core.jobset import JobSet
-from decider.core.model import Action, Event, FailurePolicyDecision, Observed, Options
+from decider.core.model import Action, Event, FailureOutcome, Observed, Options
 
 
 def format_time(t: datetime) -> str:
@@ -50,7 +50,7 @@ class PassState:
     requeue_after_seconds: int = 0
     # Bytes the plan's manifests are known to need at least, against Options.max_plan_bytes.
     planned_bytes: int = 0
-    failure_policy: FailurePolicyDecision | None = None
+    failure: FailureOutcome | None = None
 
     @classmethod
     def start(cls, js: JobSet, observed: Observed) -> PassState:

@@ -346,20 +346,22 @@ class FailurePolicyDecision(_message.Message):
     def __init__(self, job: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., rule: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
 
 class DecideResponse(_message.Message):
-    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "failure_policy")
+    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id", "failure_policy")
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REQUEUE_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURE_POLICY_FIELD_NUMBER: _ClassVar[int]
     actions: _containers.RepeatedCompositeFieldContainer[Action]
     status: JobSetStatus
     requeue_after_seconds: int
     explanation: _containers.RepeatedScalarFieldContainer[str]
     resource_version: str
+    decision_id: str
     failure_policy: FailurePolicyDecision
-    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., failure_policy: _Optional[_Union[FailurePolicyDecision, _Mapping]] = ...) -> None: ...
+    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ..., failure_policy: _Optional[_Union[FailurePolicyDecision, _Mapping]] = ...) -> None: ...
 
 class FieldError(_message.Message):
     __slots__ = ("field", "message")

@@ -81,9 +81,9 @@ def test_a_later_second_failure_reaches_max_restarts() -> None:
     o = sim.outcome
     assert (o.terminal_state, o.reason, o.restarts, o.restarts_left) == (
         "Failed", c.REASON_REACHED_MAX_RESTARTS, 2, 0)
-    second = next(s for s in sim.steps if s.plan.failure_policy and s.at_seconds == 60)
+    second = next(s for s in sim.steps if s.plan.failure and s.at_seconds == 60)
     assert second.time == NOW + timedelta(seconds=60)
-    assert second.plan.failure_policy.job == "js-workers-2"
+    assert second.plan.failure.job == "js-workers-2"
     assert o.end_time == NOW + timedelta(seconds=60)
     assert "the restart budget is spent (maxRestarts 2): the JobSet fails " \
            "(ReachedMaxRestarts); 3 Jobs are deleted" in o.summary
@@ -94,7 +94,7 @@ def test_rule_fail_jobset_fails_after_one_pass_and_names_the_rule() -> None:
     sim = run(trainer(), [fail("js-workers-1", reason="PodFailurePolicy", message="evicted")])
     first = sim.steps[0].plan
     assert first.status["terminalState"] == "Failed"
-    assert (first.failure_policy.rule, first.failure_policy.action) == ("no-retry", "FailJobSet")
+    assert (first.failure.rule, first.failure.action) == ("no-retry", "FailJobSet")
     o = sim.outcome
     assert (o.terminal_state, o.reason) == ("Failed", c.REASON_FAIL_JOBSET_ACTION)
     assert o.summary == ("job js-workers-1 fails with PodFailurePolicy: rule no-retry matches, "
@@ -107,7 +107,8 @@ def test_without_failure_policy_a_failure_fails_the_jobset() -> None:
                                                 for i in range(2)])
     o = sim.outcome
     assert (o.terminal_state, o.reason, o.restarts_left) == ("Failed", c.REASON_FAILED_JOBS, 0)
-    assert o.failure_policy[0].action == "" and "the JobSet has no failure policy" in o.summary
+    assert (o.failure_policy[0].rule, o.failure_policy[0].action) == ("", c.FAIL_JOBSET)
+    assert "the JobSet has no failure policy" in o.summary
 
 
 def test_restart_jobset_ignore_max_does_not_spend_the_budget() -> None:

@@ -45,6 +45,9 @@ class Fault:
     path_pattern: str
     code: int = 500
     remaining: int = -1  # -1: until removed
+    # Sent as the Retry-After header when set (seconds, or an HTTP date), as API Priority and
+    # Fairness does on 429 and an overloaded or starting server may on 503.
+    retry_after: str | None = None
     hits: int = 0
     _re: re.Pattern[str] = field(init=False, repr=False)
 
@@ -137,8 +140,17 @@ class FakeKube:
 
     # ---- test helpers ---------------------------------------------------------------------
 
-    def add_fault(self, method: str, path_pattern: str, code: int = 500, count: int = -1) -> Fault:
-        fault = Fault(method, path_pattern, code, count)
+    def add_fault(
+        self,
+        method: str,
+        path_pattern: str,
+        code: int = 500,
+        count: int = -1,
+        retry_after: str | float | None = None,
+    ) -> Fault:
+        """Answer `count` matching requests (-1: all) with `code`, before serving anything."""
+        after = None if retry_after is None else str(retry_after)
+        fault = Fault(method, path_pattern, code, count, after)
         with self._audit_lock:
             self.faults.append(fault)
         return fault
@@ -239,6 +251,9 @@ class FakeKube:
         }
 
 
+# metav1.Status reasons of the codes a fault is usually injected with.
+_FAULT_REASONS = {429: "TooManyRequests", 503: "ServiceUnavailable", 504: "Timeout"}
+
 _PATCH_TYPES = {
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
@@ -262,10 +277,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- plumbing -------------------------------------------------------------------------
 
-    def _send_json(self, code: int, payload: Any) -> None:
+    def _send_json(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -301,12 +318,16 @@ class _Handler(BaseHTTPRequestHandler):
         rec = AuditRecord(
             time.monotonic(), method, split.path, split.query, self.headers.get("User-Agent", ""), 0
         )
+        headers: dict[str, str] = {}
         try:
             body = self._read_body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
             rec.body = body
             fault = self.kube._fault_for(method, split.path)
             if fault is not None:
-                raise ApiError(fault.code, "InternalError", f"injected fault ({fault.code})")
+                if fault.retry_after is not None:
+                    headers["Retry-After"] = fault.retry_after
+                raise ApiError(fault.code, _FAULT_REASONS.get(fault.code, "InternalError"),
+                               f"injected fault ({fault.code})")
             code, payload = self._serve(method, split.path, query, body)
             rec.code = code
             if code == 0:
@@ -320,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
             if method != "GET" or rec.code >= 400:
                 self.kube._record(rec)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._send_json(code, payload)
+            self._send_json(code, payload, headers)
 
     # ---- routing --------------------------------------------------------------------------
 

@@ -307,7 +307,10 @@ def test_job_simulator_reports_batch_v1_conditions(kube):
     with JobSimulator(fake.store) as sim:
         b.create_namespaced_job(NS, _job(parallelism=2))
         deadline = time.monotonic() + 3
-        while (b.read_namespaced_job_status("j", NS).status.ready or 0) < 2:
+        # Until the simulator's first sync the Job has no status at all.
+        while (
+            (b.read_namespaced_job_status("j", NS).status or client.V1JobStatus()).ready or 0
+        ) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         sim.fail(NS, "j", reason="PodFailurePolicy", message="exit code 42")
@@ -316,3 +319,16 @@ def test_job_simulator_reports_batch_v1_conditions(kube):
         assert types == [("FailureTarget", "PodFailurePolicy"), ("Failed", "PodFailurePolicy")]
         assert st.conditions[-1].last_transition_time is not None
         assert st.active == 0 and st.failed == 1
+
+
+def test_a_throttling_fault_answers_429_with_retry_after_then_serves(kube):
+    fake, api = kube
+    fault = fake.add_fault("POST", "/jobs$", code=429, count=1, retry_after=7)
+    batch = client.BatchV1Api(api)
+    with pytest.raises(ApiException) as info:
+        batch.create_namespaced_job(NS, _job("t"))
+    assert info.value.status == 429
+    assert info.value.headers["Retry-After"] == "7"
+    assert json.loads(info.value.body)["reason"] == "TooManyRequests"
+    batch.create_namespaced_job(NS, _job("t"))  # the fault is used up: served
+    assert fault.hits == 1

@@ -13,11 +13,12 @@ import pytest
 from kubernetes import client, config
 
 from decider.server import BackgroundServer
+from decider.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from fakekube import FakeKube, JobSimulator
 from shim.config import Config
 from shim.controller import Shim
-from shim.kube import Kube
+from shim.main import build_kube
 
 CONTROLLER = "jobset-decider.io/shim"
 NS = "default"
@@ -136,8 +137,11 @@ class Cluster:
         return None
 
     def events(self, name: str) -> list[tuple[str, str]]:
-        items, _ = self.store.list(self.events_rt, NS)
-        return [(e["type"], e["reason"]) for e in items if e["involvedObject"]["name"] == name]
+        return [(e["type"], e["reason"]) for e in self.event_objects(name)]
+
+    def event_objects(self, name: str, ns: str = NS) -> list[dict[str, Any]]:
+        items, _ = self.store.list(self.events_rt, ns)
+        return [e for e in items if e["involvedObject"]["name"] == name]
 
     def creates(self, kind_path: str = "/jobs$") -> list[Any]:
         """Successful POSTs to a collection, from the audit log."""
@@ -174,6 +178,10 @@ def make_config(**overrides: Any) -> Config:
         "cache_sync_timeout": 10.0,
         "decider_timeout": 2.0,
         "workers": 2,
+        # The limiter is on in every test, high enough not to slow them; tests of the limit
+        # set their own.
+        "kube_api_qps": 500.0,
+        "kube_api_burst": 100,
     }
     base.update(overrides)
     return Config(**base)
@@ -184,8 +192,14 @@ class ShimFactory:
         self.cluster = cluster
         self.decider_target = decider_target
         self.running: list[Shim] = []
+        # Every test runs the plan guard on real plans: unless a test feeds hostile ones, a
+        # refusal is a guard that would stop a real JobSet, and fails the test.
+        self.refusals_expected = False
 
-    def build(self, decider_target: str | None = None, **overrides: Any) -> Shim:
+    def build(
+        self, decider_target: str | None = None, decider: Any = None, **overrides: Any
+    ) -> Shim:
+        """A shim on the fake cluster; `decider` replaces the gRPC client (a scripted one)."""
         cfg = make_config(**overrides)
         configuration = client.Configuration()
         # The same loading path as production: a kubeconfig file through the official client.
@@ -194,24 +208,30 @@ class ShimFactory:
         )
         api = client.ApiClient(configuration)
         api.user_agent = f"decider-shim/{cfg.identity}"
-        decider = DeciderClient(
-            decider_target or self.decider_target,
-            timeout=cfg.decider_timeout,
-            options=[("grpc.so_reuseport", 0)],
-        )
-        return Shim(cfg, Kube(api), decider)
+        if decider is None:
+            decider = DeciderClient(
+                decider_target or self.decider_target,
+                timeout=cfg.decider_timeout,
+                options=[("grpc.so_reuseport", 0)],
+            )
+        return Shim(cfg, build_kube(cfg, api), decider)
 
-    def start(self, decider_target: str | None = None, **overrides: Any) -> Shim:
-        shim = self.build(decider_target, **overrides)
+    def start(
+        self, decider_target: str | None = None, decider: Any = None, **overrides: Any
+    ) -> Shim:
+        shim = self.build(decider_target, decider, **overrides)
         shim.start()
         self.running.append(shim)
         return shim
 
     def stop_all(self) -> None:
+        refused = 0
         for shim in self.running:
             shim.shutdown()
             shim.decider.close()
+            refused += shim.stats.refused_plans
         self.running.clear()
+        assert self.refusals_expected or refused == 0, f"{refused} real plan(s) refused"
 
 
 @pytest.fixture
@@ -221,6 +241,34 @@ def shims(cluster: Cluster, decider_server: BackgroundServer) -> Iterator[ShimFa
         yield factory
     finally:
         factory.stop_all()
+
+
+class ScriptedDecider:
+    """A decider whose plans a test writes: a hostile or broken one answering on its address.
+
+    `answer(request, real_plan)` returns the plan to send; `real_plan` is the real decider's
+    answer to the same request (None without `real`), so a test can tamper with a true plan.
+    """
+
+    def __init__(
+        self,
+        answer: Callable[[pb.DecideRequest, pb.DecideResponse | None], pb.DecideResponse],
+        real: DeciderClient | None = None,
+    ) -> None:
+        self.answer = answer
+        self.real = real
+        self.calls = 0
+
+    def decide(
+        self, request: pb.DecideRequest, *, timeout: float | None = None, metadata: Any = None
+    ) -> pb.DecideResponse:
+        self.calls += 1
+        plan = self.real.decide(request, timeout=timeout) if self.real is not None else None
+        return self.answer(request, plan)
+
+    def close(self) -> None:
+        if self.real is not None:
+            self.real.close()
 
 
 def deep(obj: Any) -> Any:

@@ -15,8 +15,8 @@ from decider_client.observe import build_decide_request
 from fakekube import FakeKube
 from shim.apply import Applier, CreateConflict
 from shim.config import GANG_TARGETS, parse_args
-from shim.controller import may_be_gang_name
 from shim.kube import Kube
+from shim.owned import may_be_gang_name
 from tests.shim.helpers import jobset, rjob
 
 NS = "default"

@@ -83,3 +83,26 @@ def test_shutdown_wakes_waiting_workers():
     q.shutdown()
     t.join(1.0)
     assert got == [None]
+
+
+def test_a_slow_backoff_shares_the_failure_count_and_is_visible_as_due_in():
+    q = WorkQueue(base_delay=0.005, max_delay=300.0)
+    assert q.due_in("a") is None
+    assert q.add_rate_limited("a", 30.0, 600.0) == 30.0
+    assert 29.0 < q.due_in("a") <= 30.0
+    assert q.add_rate_limited("a", 30.0, 600.0) == 60.0
+    for _ in range(10):
+        q.add_rate_limited("a", 30.0, 600.0)
+    assert q.add_rate_limited("a", 30.0, 600.0) == 600.0  # capped
+    # The count is shared (13 failures so far); the default schedule keeps its own base.
+    assert q.add_rate_limited("a") == 0.005 * 2**13
+    q.forget("a")
+    assert q.add_rate_limited("b") == 0.005
+    assert q.get(0.5) == "b"
+
+
+def test_many_failures_do_not_overflow_the_delay():
+    q = WorkQueue()
+    for _ in range(2000):
+        delay = q.add_rate_limited("a")
+    assert delay == 300.0

@@ -1,0 +1,265 @@
+"""What a created manifest or a patch may say: the content rules of the plan guard.
+
+The scope rules (namespace, kind, owner, which objects) are in shim/guard.py. These say what a
+plan may put inside the JobSet: the decider copies a replicated Job's pod template as it is, so
+a created Job's pod must run as the template says; a Service must be headless; a PVC must be one
+of the JobSet's volumeClaimPolicies; a patch must have exactly the shape the decider emits.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from decider.v1 import decider_pb2 as pb
+from decider_client.render import ACTION_NAMES
+
+Obj = dict[str, Any]
+
+REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+# Pod-spec fields the decider copies from the replicated Job's template untouched, and that
+# decide who the pod runs as, where, and with what: a created Job must carry the template's.
+# (The decider does change labels, annotations, subdomain, nodeSelector, tolerations,
+# schedulingGates, schedulingGroup and volumes: those are not in this list; volumes are checked
+# on their own.)
+POD_FIELDS_FROM_TEMPLATE = (
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "hostUsers",
+    "shareProcessNamespace",
+    "securityContext",
+    "runtimeClassName",
+    "priorityClassName",
+    "containers",
+    "initContainers",
+    "ephemeralContainers",
+)
+# What a headless Service may set: nothing that routes traffic (externalIPs, a load balancer, an
+# ExternalName) or allocates a cluster IP.
+_SERVICE_FIELDS = frozenset(
+    {
+        "clusterIP",
+        "clusterIPs",
+        "selector",
+        "publishNotReadyAddresses",
+        "ports",
+        "type",
+        "ipFamilies",
+        "ipFamilyPolicy",
+    }
+)
+
+
+class Broken(Exception):
+    """An action breaks `rule`; `detail` says how."""
+
+    def __init__(self, rule: str, detail: str) -> None:
+        super().__init__(detail)
+        self.rule = rule
+        self.detail = detail
+
+
+def clip(text: str, limit: int = 80) -> str:
+    # Whatever the plan carries ends up in a log line and an event: keep it short.
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def q(value: Any) -> str:
+    return clip(repr(value))
+
+
+def pvc(obj: Obj, jobset: Obj) -> None:
+    """A PVC is one of the JobSet's volumeClaimPolicies, with its template's spec."""
+    js_name = _dig(jobset, "metadata").get("name", "")
+    templates = {f"{name}-{js_name}": t.get("spec") or {} for name, t in _claim_templates(jobset)}
+    name = obj["metadata"]["name"]
+    if name not in templates:
+        raise Broken(
+            "pvc",
+            f"PVC {q(name)} is not one of the JobSet's volumeClaimPolicies "
+            f"({', '.join(sorted(templates)) or 'none'})",
+        )
+    if (obj.get("spec") or {}) != templates[name]:
+        raise Broken("pvc", f"PVC {q(name)} has a spec other than its template's")
+
+
+def service(obj: Obj) -> None:
+    """A Service is headless: it routes nothing and allocates no cluster IP."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise Broken("service", "the Service has no spec")
+    extra = sorted(set(spec) - _SERVICE_FIELDS)
+    if extra:
+        raise Broken("service", f"the Service sets {', '.join(extra)}; it must be headless")
+    if spec.get("clusterIP") != "None" or spec.get("type", "ClusterIP") != "ClusterIP":
+        raise Broken("service", "the Service is not headless (clusterIP None, ClusterIP)")
+
+
+def pod_template(job: Obj, jobset: Obj) -> None:
+    """A Job's pod runs as its replicated Job's template says."""
+    js_name = _dig(jobset, "metadata").get("name", "")
+    labels = job["metadata"].get("labels") or {}
+    rjob_name = labels.get(REPLICATED_JOB_NAME) if isinstance(labels, dict) else None
+    rjob = next((r for r in _replicated_jobs(jobset) if r.get("name") == rjob_name), None)
+    if rjob is None:
+        raise Broken(
+            "pod-template",
+            f"the Job's {REPLICATED_JOB_NAME} {q(rjob_name)} is not a replicated Job of the JobSet",
+        )
+    want = _dig(rjob, "template", "spec", "template", "spec")
+    have = _dig(job, "spec", "template", "spec")
+    for field in POD_FIELDS_FROM_TEMPLATE:
+        if have.get(field) != want.get(field):
+            raise Broken(
+                "pod-template",
+                f"the pod's {field} is {q(have.get(field))}; replicated Job {q(rjob_name)} "
+                f"says {q(want.get(field))}",
+            )
+    allowed = [v for v in want.get("volumes") or [] if isinstance(v, dict)]
+    claims = {name for name, _ in _claim_templates(jobset)}
+    for volume in have.get("volumes") or []:
+        if not isinstance(volume, dict):
+            raise Broken("pod-template", "the pod has a volume that is not an object")
+        claim = {"persistentVolumeClaim": {"claimName": f"{volume.get('name')}-{js_name}"}}
+        if volume in allowed or (
+            volume.get("name") in claims and volume == {"name": volume["name"], **claim}
+        ):
+            continue
+        raise Broken(
+            "pod-template",
+            f"the pod's volume {q(volume.get('name'))} is neither in replicated Job "
+            f"{q(rjob_name)}'s template nor one of the JobSet's volumeClaimPolicies",
+        )
+
+
+def patch(action_type: int, patch_json: str) -> None:
+    """A patch has exactly the shape the decider emits for its action type."""
+    try:
+        value = json.loads(patch_json or "null")
+    except ValueError as exc:
+        raise Broken("patch", f"the patch is not JSON: {exc}") from None
+    shape, complete = PATCH_SHAPES[action_type]
+    if not (_fits(value, shape) and isinstance(value.get("spec"), dict) and complete(value)):
+        raise Broken(
+            "patch",
+            f"the patch {_short(value)} is not of the shape a {ACTION_NAMES[action_type]} has",
+        )
+
+
+# ---- shapes of the patches the decider emits -----------------------------------------------
+
+Shape = Mapping[str, "Shape"] | Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_str_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+def _list_of(shape: Shape) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and all(_fits(item, shape) for item in v)
+
+
+def _is_policy(v: Any) -> bool:
+    return v == {"basic": {}} or _fits(v, {"gang": {"minCount": _is_int}}, required=True)
+
+
+_TOLERATION: Shape = {
+    "key": lambda v: isinstance(v, str),
+    "operator": lambda v: isinstance(v, str),
+    "value": lambda v: isinstance(v, str),
+    "effect": lambda v: isinstance(v, str),
+    "tolerationSeconds": lambda v: v is None or isinstance(v, int),
+}
+# decider/core/suspend.py suspend_jobs and resume_patch; decider/core/decide.py
+# _sync_job_scaling; decider/core/gang/plan.py _min_count_patch.
+PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
+    pb.ACTION_TYPE_SUSPEND_JOB: (
+        {"spec": {"suspend": lambda v: v is True}},
+        lambda p: p["spec"].get("suspend") is True,
+    ),
+    pb.ACTION_TYPE_RESUME_JOB: (
+        {
+            "spec": {
+                "suspend": lambda v: v is False,
+                "template": {
+                    "metadata": {"labels": _is_str_map, "annotations": _is_str_map},
+                    "spec": {
+                        "nodeSelector": _is_str_map,
+                        "tolerations": _list_of(_TOLERATION),
+                        "schedulingGates": _list_of({"name": lambda v: isinstance(v, str)}),
+                    },
+                },
+            }
+        },
+        lambda p: p["spec"].get("suspend") is False,
+    ),
+    pb.ACTION_TYPE_PATCH_JOB: (
+        {"spec": {"parallelism": _is_int, "completions": _is_int}},
+        lambda p: bool(p["spec"]),
+    ),
+}
+_GANG_PATCH: tuple[Shape, Callable[[Obj], bool]] = (
+    {
+        "spec": {
+            "minMember": _is_int,
+            "schedulingPolicy": _is_policy,
+            "podGroupTemplates": _list_of(
+                {"name": lambda v: isinstance(v, str), "schedulingPolicy": _is_policy}
+            ),
+            "podGroups": _list_of({"name": lambda v: isinstance(v, str), "policy": _is_policy}),
+        }
+    },
+    lambda p: len(p["spec"]) == 1,
+)
+PATCH_SHAPES[pb.ACTION_TYPE_PATCH_WORKLOAD] = _GANG_PATCH
+PATCH_SHAPES[pb.ACTION_TYPE_PATCH_POD_GROUP] = _GANG_PATCH
+
+
+def _fits(value: Any, shape: Shape, required: bool = False) -> bool:
+    """`value` has only the keys `shape` names, each fitting (all of them when `required`)."""
+    if callable(shape):
+        return bool(shape(value))
+    if not isinstance(value, dict):
+        return False
+    if required and set(value) != set(shape):
+        return False
+    return all(key in shape and _fits(item, shape[key]) for key, item in value.items())
+
+
+def _dig(obj: Any, *keys: str) -> Obj:
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else {}
+
+
+def _replicated_jobs(jobset: Obj) -> list[Obj]:
+    rjobs = _dig(jobset, "spec").get("replicatedJobs")
+    return [r for r in rjobs if isinstance(r, dict)] if isinstance(rjobs, list) else []
+
+
+def _claim_templates(jobset: Obj) -> list[tuple[str, Obj]]:
+    out: list[tuple[str, Obj]] = []
+    policies = _dig(jobset, "spec").get("volumeClaimPolicies")
+    for policy in policies if isinstance(policies, list) else ():
+        templates = policy.get("templates") if isinstance(policy, dict) else None
+        for t in templates if isinstance(templates, list) else ():
+            name = _dig(t, "metadata").get("name")
+            if isinstance(name, str) and name:
+                out.append((name, t))
+    return out
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,84 @@
+"""The objects each JobSet controls, as the shim's caches hold them.
+
+A controller reference names no namespace: its owner is in the object's own namespace, which is
+how the garbage collector reads it (a reference to a UID of another namespace is never that
+object's owner). So an object is filed under (its namespace, its controller's UID), and a JobSet
+finds only objects of its own namespace: a Job that a user of another namespace points at a
+JobSet's UID is not that JobSet's, whatever its ownerReferences say.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+Obj = dict[str, Any]
+JOBSET_GROUP = "jobset.x-k8s.io"
+# (namespace, controller JobSet UID)
+OwnerKey = tuple[str, str]
+# (kind, name): one namespace per bucket, and one object per kind and name in it.
+ObjKey = tuple[str, str]
+# Every Workload/PodGroup name the decider gives a JobSet's gang objects (docs/gang.md, "Names")
+# is `<js>` (1.35 draft naming), `<js>-...`, or, past 63 characters, `<js[:52]>-<10-character
+# hash>` (63 - 1 - 10). Objects with such a name are sent to Decide whoever controls them, so
+# that a same-named foreign object is refused rather than adopted.
+GANG_NAME_PREFIX = 52
+
+
+def may_be_gang_name(jobset_name: str, name: str) -> bool:
+    """True for every name the decider may give one of this JobSet's gang objects."""
+    return (
+        name == jobset_name
+        or name.startswith(jobset_name + "-")
+        or name.startswith(jobset_name[:GANG_NAME_PREFIX] + "-")
+    )
+
+
+def controller_ref(obj: Obj | None) -> Obj | None:
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def is_jobset_ref(ref: Obj | None) -> bool:
+    """A reference to a JobSet of any version of the jobset.x-k8s.io group."""
+    return (
+        isinstance(ref, dict)
+        and ref.get("kind") == "JobSet"
+        and str(ref.get("apiVersion", "")).split("/")[0] == JOBSET_GROUP
+    )
+
+
+def jobset_owner(obj: Obj | None) -> OwnerKey | None:
+    """(namespace, UID) of the JobSet controlling `obj`, if a JobSet controls it."""
+    ref = controller_ref(obj)
+    if obj is None or not is_jobset_ref(ref) or not (ref or {}).get("uid"):
+        return None
+    return ((obj.get("metadata") or {}).get("namespace", ""), str((ref or {})["uid"]))
+
+
+class OwnedIndex:
+    def __init__(self) -> None:
+        self._by_owner: dict[OwnerKey, dict[ObjKey, Obj]] = {}
+        self._lock = threading.Lock()
+
+    def update(self, obj: Obj, old: Obj | None, deleted: bool) -> None:
+        """File an informer event: drop the previous version, keep the new one unless deleted."""
+        key = (obj.get("kind", ""), obj["metadata"]["name"])
+        with self._lock:
+            before = jobset_owner(old)
+            if before is not None:
+                bucket = self._by_owner.get(before)
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del self._by_owner[before]
+            after = jobset_owner(obj)
+            if after is not None and not deleted:
+                self._by_owner.setdefault(after, {})[key] = obj
+
+    def controlled(self, namespace: str, uid: str) -> list[Obj]:
+        with self._lock:
+            return list(self._by_owner.get((namespace, uid), {}).values())

@@ -1,0 +1,142 @@
+"""The API client the shim is to the API server: Retry-After honoured, a client-side QPS limit."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from fakekube import FakeKube
+from shim.config import parse_args
+from shim.main import build_kube
+from shim.ratelimit import TokenBucket, retry_after
+from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+
+@pytest.fixture
+def fake():
+    with FakeKube() as kube:
+        yield kube
+
+
+def _kube(fake: FakeKube, *argv: str) -> Any:
+    """A Kube built from flags as decider-shim builds it."""
+    cfg = parse_args(["--kube-api-qps=0", *argv], env={})
+    configuration = client.Configuration()
+    configuration.host = fake.url
+    return build_kube(cfg, client.ApiClient(configuration))
+
+
+def _cm(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}
+
+
+def _posts(fake: FakeKube) -> list[int]:
+    return [r.code for r in fake.writes("/configmaps$", "POST")]
+
+
+@pytest.mark.parametrize("code", [429, 503])
+def test_retry_after_is_waited_then_the_request_is_sent_again(fake, code):
+    k = _kube(fake)
+    fake.add_fault("POST", "/configmaps$", code=code, count=1, retry_after=1)
+    started = time.monotonic()
+    k.create(k.resource("v1", "ConfigMap"), NS, _cm("a"))
+    waited = time.monotonic() - started
+    assert 1.0 <= waited < 3.0
+    assert _posts(fake) == [code, 201]
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_retry_after_is_bounded_and_so_are_the_retries(fake, method):
+    """For every method: urllib3 would otherwise wait out an hour itself on a GET."""
+    k = _kube(fake, "--kube-api-max-retry-wait=0.2", "--kube-api-max-retries=2")
+    res = k.resource("v1", "ConfigMap")
+    k.create(res, NS, _cm("b"))
+    fault = fake.add_fault(method, "/configmaps(/b)?$", code=429, retry_after=3600)
+    started = time.monotonic()
+    with pytest.raises(ApiException) as err:
+        if method == "POST":
+            k.create(res, NS, _cm("c"))
+        else:
+            k.get(res, NS, "b")
+    assert err.value.status == 429
+    assert 0.4 <= time.monotonic() - started < 2.0  # two waits of 0.2 s, not an hour
+    assert fault.hits == 3
+
+
+def test_a_server_error_without_retry_after_is_not_retried_by_the_client(fake):
+    k = _kube(fake)
+    fake.add_fault("POST", "/configmaps$", code=500, count=1)
+    with pytest.raises(ApiException):
+        k.create(k.resource("v1", "ConfigMap"), NS, _cm("c"))
+    assert _posts(fake) == [500]
+
+
+def test_requests_are_rate_limited_by_qps_and_burst(fake):
+    k = _kube(fake, "--kube-api-qps=10", "--kube-api-burst=2")
+    res = k.resource("v1", "ConfigMap")
+    started = time.monotonic()
+    for i in range(12):
+        k.create(res, NS, _cm(f"q{i}"))
+    elapsed = time.monotonic() - started
+    # 2 at once, then one every 0.1 s.
+    assert 0.95 <= elapsed < 3.0
+
+
+def test_a_shim_at_qps_10_burst_5_spreads_21_job_creates_over_1_6_s(cluster, shims):
+    shims.start(kube_api_qps=10.0, kube_api_burst=5)
+    cluster.create_jobset(jobset("q", rjob("workers", 21)))
+    wait_for(lambda: len(cluster.creates()) == 21, timeout=20, what="21 jobs")
+    times = sorted(r.time for r in cluster.creates())
+    # In any window of T seconds at most burst + qps * T requests go out: 21 <= 5 + 10 T.
+    assert times[-1] - times[0] >= 1.5
+
+
+def test_token_bucket_spends_the_burst_then_one_token_per_1_over_qps():
+    now = [0.0]
+    bucket = TokenBucket(qps=5, burst=10, clock=lambda: now[0], sleep=lambda s: None)
+    waits = [bucket.reserve() for _ in range(21)]
+    assert waits[:10] == [0.0] * 10
+    # Reserved in order: the 11th waits 0.2 s, the 21st 2.2 s.
+    assert waits[10:] == pytest.approx([0.2 * i for i in range(1, 12)])
+    now[0] = 10.0  # a quiet while refills the burst, and no more
+    assert [bucket.reserve() for _ in range(10)] == [0.0] * 10
+    assert bucket.reserve() == pytest.approx(0.2)
+
+
+def test_retry_after_reads_seconds_and_dates_and_only_throttling_codes():
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert retry_after(429, {"Retry-After": "3"}) == 3.0
+    assert retry_after(503, {"Retry-After": "Thu, 01 Jan 2026 12:00:07 GMT"}, now=lambda: now) == 7
+    assert retry_after(429, {"Retry-After": "86400"}, limit=60) == 60
+    assert retry_after(429, {"Retry-After": "-5"}) == 0
+    assert retry_after(429, {}) is None  # a 429 without the header is final, as in client-go
+    assert retry_after(409, {"Retry-After": "1"}) is None
+    assert retry_after(500, {"Retry-After": "soon"}) == 1.0
+
+
+def test_leader_election_is_neither_throttled_nor_held_in_retry_after(fake):
+    k = _kube(fake, "--kube-api-qps=0.2", "--kube-api-burst=1")
+    lease = k.resource("coordination.k8s.io/v1", "Lease")
+    k.create(
+        lease,
+        NS,
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "l"},
+            "spec": {},
+        },
+    )
+    assert k.limiter is not None and k.limiter.reserve() > 4  # the bucket is empty for 5+ s
+    elector = k.for_leader_election()
+    fake.add_fault("GET", "/leases/l$", code=429, count=1, retry_after=30)
+    started = time.monotonic()
+    with pytest.raises(ApiException):  # the elector's own period retries, not the client
+        elector.get(lease, NS, "l")
+    assert elector.get(lease, NS, "l")["metadata"]["name"] == "l"
+    assert time.monotonic() - started < 1.0
