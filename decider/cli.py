@@ -269,16 +269,26 @@ def server_config(args: argparse.Namespace) -> Any:
                         max_pending=args.max_pending,
                         max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
                         reflection=args.reflection, drain_delay=args.drain_delay,
-                        grace=args.grace)
+                        grace=args.grace, decision_log=args.decision_log)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from decider import server
+    from decider import server, telemetry
 
     config = server_config(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port: {args.metrics_port} is not a port")
+    logging.basicConfig(level=getattr(logging, args.log_level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        otel = telemetry.setup("jobset-decider", metrics_port=args.metrics_port)
+    except telemetry.TelemetryConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--metrics-port: cannot serve metrics on {args.metrics_port}: "
+                         f"{exc.strerror or exc}") from None
 
     def ready(port: int) -> None:
         # This line's last word is the address: shim/local_decider.py reads it.
@@ -286,14 +296,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scheme = "plaintext" if config.tls is None else "TLS, client certificates required" \
             if config.tls.client_ca else "TLS"
         logging.getLogger("decider.server").info(
-            "%s, %d decision workers, reflection %s", scheme, config.worker_count,
-            "on" if config.reflection else "off")
+            "%s, %d decision workers, reflection %s, traces %s, metrics %s%s", scheme,
+            config.worker_count, "on" if config.reflection else "off",
+            "on" if otel.tracing else "off", "on" if otel.metering else "off",
+            f", decision log {config.decision_log}" if config.decision_log else "")
 
     try:
-        asyncio.run(server.serve(config, on_ready=ready))
+        asyncio.run(server.serve(config, on_ready=ready, telemetry=otel))
     except OSError as exc:
+        otel.shutdown()
+        if config.decision_log and getattr(exc, "filename", None) == config.decision_log:
+            raise UsageError(f"--decision-log: {exc.filename}: {exc.strerror}") from None
         raise UsageError(f"--port: {exc}") from None
     except RuntimeError as exc:
+        otel.shutdown()
         text = str(exc).lower()
         if "bind" in text or "address" in text:
             raise UsageError(f"--port: cannot bind {config.address}: {exc}") from None
@@ -303,6 +319,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
             _fail(str(exc), EXIT_UNAVAILABLE)
         raise
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from decider.limits import DEFAULT
+    from decider.replay import ReplayInputError, replay
+
+    text = _read(args.file)
+    replayed = skipped = differing = 0
+    try:
+        for outcome, ran in replay(text.splitlines(), DEFAULT):
+            if not ran:
+                skipped += 1
+                continue
+            replayed += 1
+            if outcome.differences:
+                differing += 1
+                sys.stdout.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
+    except ReplayInputError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    print(f"decider: replayed {replayed} decision(s), {differing} differ, {skipped} skipped "
+          "(no request logged)", file=sys.stderr)
+    return 1 if differing else 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -331,6 +369,16 @@ def _serve_flags(serve: argparse.ArgumentParser) -> None:
                      help="CA bundle (PEM): require and verify client certificates (mTLS)")
     serve.add_argument("--reflection", action=argparse.BooleanOptionalAction, default=True,
                        help="serve gRPC server reflection (default on; --no-reflection: off)")
+    obs = serve.add_argument_group("observability (README: Observability; traces and metrics "
+                                   "by the OTEL_* environment)")
+    obs.add_argument("--decision-log", default="", metavar="FILE",
+                     help="append one JSON line per decision to FILE ('-': standard output); "
+                          "`decider replay FILE` decides them again")
+    obs.add_argument("--metrics-port", type=int, default=0,
+                     help="serve the metrics for Prometheus on this port (default 0: off)")
+    obs.add_argument("--log-level", default="INFO",
+                     choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                     help="INFO logs every refused RPC; DEBUG every decision (default INFO)")
     life = serve.add_argument_group("shutdown")
     life.add_argument("--drain-delay", type=float, default=DEFAULT_DRAIN_DELAY_SECONDS,
                       help="on SIGTERM, seconds to keep accepting RPCs after health goes "
@@ -462,6 +510,12 @@ def build_parser() -> argparse.ArgumentParser:
     podsets.add_argument("--server", help="ask a running decider at HOST:PORT instead")
     podsets.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     podsets.set_defaults(func=cmd_podsets)
+
+    replay = sub.add_parser("replay", help="decide every decision-log line again; print those "
+                                           "whose answer differs (exit 1 if any)")
+    replay.add_argument("file", help="a file written by `decider serve --decision-log` "
+                                     "('-' for stdin)")
+    replay.set_defaults(func=cmd_replay)
     return parser
 
 

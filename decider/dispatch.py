@@ -41,15 +41,16 @@ STATUS_NAMES = {OK: "OK", INVALID_ARGUMENT: "INVALID_ARGUMENT",
 class Method:
     name: str
     request: type[Message]
+    response: type[Message]
     answer: Callable[[Any, Limits], Message]
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("Decide", pb.DecideRequest, convert.decide_response),
-    Method("Validate", pb.ValidateRequest, convert.validate_response),
-    Method("PlanGang", pb.PlanGangRequest, convert.plan_gang_response),
-    Method("PodSets", pb.PodSetsRequest, convert.pod_sets_response),
-    Method("Simulate", pb.SimulateRequest, convert.simulate_response),
+    Method("Decide", pb.DecideRequest, pb.DecideResponse, convert.decide_response),
+    Method("Validate", pb.ValidateRequest, pb.ValidateResponse, convert.validate_response),
+    Method("PlanGang", pb.PlanGangRequest, pb.PlanGangResponse, convert.plan_gang_response),
+    Method("PodSets", pb.PodSetsRequest, pb.PodSetsResponse, convert.pod_sets_response),
+    Method("Simulate", pb.SimulateRequest, pb.SimulateResponse, convert.simulate_response),
 )}
 # A method's number on the wire between the server and its workers.
 METHOD_IDS: dict[str, int] = {name: i for i, name in enumerate(METHODS)}
@@ -65,8 +66,10 @@ class Reply:
     code: int
     # The serialized answer when code is OK, else the status message (UTF-8).
     body: bytes
-    # JSON, when asked for: {"facts": {...}} and/or {"request": ..., "response": ...}.
-    extra: bytes = b""
+    # When asked for (WANT_FACTS): a JSON object of span and metric attributes.
+    facts: bytes = b""
+    # When asked for (WANT_RECORD): a JSON object {"request", "response" or "status"}.
+    record: bytes = b""
 
     @property
     def message(self) -> str:
@@ -79,8 +82,8 @@ def safe_text(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def failure(code: int, message: str, extra: bytes = b"") -> Reply:
-    return Reply(code, safe_text(message).encode("utf-8"), extra)
+def failure(code: int, message: str, extra: tuple[bytes, bytes] = (b"", b"")) -> Reply:
+    return Reply(code, safe_text(message).encode("utf-8"), *extra)
 
 
 def _decide(request: pb.DecideRequest, limits: Limits) -> tuple[Message, dict[str, Any]]:
@@ -107,21 +110,26 @@ def answer_message(method: str, request: Any, limits: Limits) -> Message:
     return answer_with_facts(method, request, limits)[0]
 
 
-def _extra(want: int, facts: dict[str, Any], request: Message | None,
-           response: Message | None, status: tuple[int, str] | None) -> bytes:
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
+           response: Message | None, status: tuple[int, str] | None) -> tuple[bytes, bytes]:
     if not want:
-        return b""
-    out: dict[str, Any] = {}
-    if want & WANT_FACTS:
-        out["facts"] = facts
+        return b"", b""
+    if request is not None and "decider.decision_id" not in facts:
+        facts = {**facts, "decider.decision_id": convert.decision_id(method, request)}
+    record: dict[str, Any] = {}
     if want & WANT_RECORD:
-        out["request"] = json_format.MessageToDict(request) if request is not None else None
+        record["request"] = json_format.MessageToDict(request) if request is not None else None
         if response is not None:
-            out["response"] = json_format.MessageToDict(response)
+            record["response"] = json_format.MessageToDict(response)
         if status is not None:
-            out["status"] = {"code": STATUS_NAMES.get(status[0], str(status[0])),
-                             "message": safe_text(status[1])}
-    return json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode()
+            record["status"] = {"code": STATUS_NAMES.get(status[0], str(status[0])),
+                                "message": safe_text(status[1])}
+    return (_dumps(facts) if want & WANT_FACTS else b"",
+            _dumps(record) if want & WANT_RECORD else b"")
 
 
 def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
@@ -136,7 +144,7 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
         message = (f"request: not a valid {spec.request.DESCRIPTOR.full_name} (malformed "
                    f"protobuf or a string that is not UTF-8): {exc}")
         return failure(INVALID_ARGUMENT, message,
-                       _extra(want, {}, None, None, (INVALID_ARGUMENT, message)))
+                       _extra(want, method, {}, None, None, (INVALID_ARGUMENT, message)))
     try:
         response, facts = answer_with_facts(method, request, limits)
         body = response.SerializeToString()
@@ -144,15 +152,17 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
         code = INVALID_ARGUMENT if isinstance(exc, InvalidInput) else RESOURCE_EXHAUSTED
         message = str(exc) if not isinstance(exc, MemoryError) else (
             f"{method}: the decision needs more memory than a decision worker may use")
-        return failure(code, message, _extra(want, {}, request, None, (code, message)))
+        return failure(code, message, _extra(want, method, {}, request, None, (code, message)))
     except Exception as exc:  # noqa: BLE001 - a bug: answered, logged with its traceback
         log.error("%s: unexpected %s\n%s", method, type(exc).__name__, traceback.format_exc())
         message = (f"{method}: the decider failed on this input ({type(exc).__name__}: {exc});"
                    " this is a bug, please report it")
-        return failure(INTERNAL, message, _extra(want, {}, request, None, (INTERNAL, message)))
+        return failure(INTERNAL, message,
+                       _extra(want, method, {}, request, None, (INTERNAL, message)))
     if len(body) > limits.max_message_bytes:
         message = (f"{method}: the answer is {len(body):,} bytes, over the limit of "
                    f"{limits.max_message_bytes:,} bytes per message")
         return failure(RESOURCE_EXHAUSTED, message,
-                       _extra(want, facts, request, None, (RESOURCE_EXHAUSTED, message)))
-    return Reply(OK, body, _extra(want, facts, request, response, None))
+                       _extra(want, method, facts, request, None,
+                              (RESOURCE_EXHAUSTED, message)))
+    return Reply(OK, body, *_extra(want, method, facts, request, response, None))

@@ -24,9 +24,12 @@ from grpc_health.v1 import _async as health_async
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from decider.dispatch import METHODS, OK
+from decider import telemetry as otel
+from decider.decision_log import DecisionLog
+from decider.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
 from decider.limits import Limits
 from decider.pool import Busy, Overrun, WorkerLost, WorkerPool
+from decider.rpc_telemetry import RpcTelemetry
 from decider.v1 import decider_pb2 as pb
 
 log = logging.getLogger("decider.server")
@@ -83,6 +86,8 @@ class ServerConfig:
     reflection: bool = True
     drain_delay: float = DEFAULT_DRAIN_DELAY_SECONDS
     grace: float = DEFAULT_GRACE_SECONDS
+    # A file (or "-", standard output) for one JSON line per decision; empty: no log.
+    decision_log: str = ""
 
     @property
     def worker_count(self) -> int:
@@ -99,9 +104,10 @@ def server_options(max_message_bytes: int) -> list[tuple[str, Any]]:
 class DeciderService:
     """The Decider RPCs, each a pass-through of serialized bytes to a worker."""
 
-    def __init__(self, pool: WorkerPool, config: ServerConfig) -> None:
+    def __init__(self, pool: WorkerPool, config: ServerConfig, observe: RpcTelemetry) -> None:
         self.pool = pool
         self.config = config
+        self.observe = observe
 
     def handler(self) -> grpc.GenericRpcHandler:
         # No (de)serializers: bytes in, bytes out. The worker parses, so a request that is not
@@ -116,21 +122,29 @@ class DeciderService:
 
     async def answer(self, method: str, payload: bytes,
                      context: grpc.aio.ServicerContext) -> bytes:
+        call = self.observe.start(method, context)
+        code, message, reply = await self._decide(method, payload, context)
+        self.observe.finish(call, code, message, reply, payload)
+        if code != OK:
+            await context.abort(_STATUS.get(code, grpc.StatusCode.INTERNAL), message)
+        assert reply is not None
+        return reply.body
+
+    async def _decide(self, method: str, payload: bytes, context: grpc.aio.ServicerContext
+                      ) -> tuple[int, str, Reply | None]:
+        """(status code, message, the worker's reply if there was one)."""
         cap = self.config.max_decision_seconds
         remaining = context.time_remaining()
         client_bound = remaining is not None and remaining < cap
         budget = remaining if client_bound else cap
         try:
-            reply = await self.pool.run(method, payload, max(budget, 0.0))
+            reply = await self.pool.run(method, payload, max(budget, 0.0), self.observe.want)
         except Overrun as exc:
-            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                self._overrun_message(method, exc, client_bound))
+            return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
         except (WorkerLost, Busy) as exc:
             log.warning("%s: %s", method, exc)
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{method}: {exc}")
-        if reply.code != OK:
-            await context.abort(_STATUS.get(reply.code, grpc.StatusCode.INTERNAL), reply.message)
-        return reply.body
+            return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
+        return reply.code, reply.message if reply.code != OK else "", reply
 
     def _overrun_message(self, method: str, exc: Overrun, client_bound: bool) -> str:
         if client_bound:
@@ -152,21 +166,33 @@ class Running:
     port: int
     health: health_async.HealthServicer
     pool: WorkerPool
+    telemetry: otel.Telemetry
+    decision_log: DecisionLog | None = None
 
     async def stop(self, grace: float | None) -> None:
         await self.server.stop(grace)
         await self.pool.close()
+        self.close_outputs()
+
+    def close_outputs(self) -> None:
+        if self.decision_log is not None:
+            self.decision_log.close()
+            self.decision_log = None
+        self.telemetry.shutdown()
 
 
-async def start(config: ServerConfig, interceptors: list[Any] | None = None) -> Running:
+async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -> Running:
     """Bind, start the workers, then serve; returns once both take requests."""
+    telemetry = telemetry or otel.disabled()
     pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
                       max_pending=config.max_pending)
-    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes),
-                             interceptors=interceptors or ())
-    server.add_generic_rpc_handlers((DeciderService(pool, config).handler(),))
-    # The asynchronous health servicer: the synchronous one fails every Check under an aio
-    # interceptor (pitfalls.md).
+    decision_log = DecisionLog(config.decision_log) if config.decision_log else None
+    server = grpc.aio.server(options=server_options(config.limits.max_message_bytes))
+    observe = RpcTelemetry(telemetry, pool, decision_log)
+    server.add_generic_rpc_handlers((DeciderService(pool, config, observe).handler(),))
+    # The asynchronous health servicer: the synchronous one fails every Check in an aio server
+    # under an interceptor (pitfalls.md). Health and reflection get no spans: probes every few
+    # seconds would bury the decisions.
     health_servicer = health_async.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     if config.reflection:
@@ -180,15 +206,15 @@ async def start(config: ServerConfig, interceptors: list[Any] | None = None) -> 
     if port == 0:
         raise OSError(f"cannot bind {config.address}")
     await pool.start()
+    running = Running(server, port, health_servicer, pool, telemetry, decision_log)
     try:
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     except BaseException:
-        await server.stop(None)
-        await pool.close()
+        await running.stop(None)
         raise
-    return Running(server, port, health_servicer, pool)
+    return running
 
 
 async def drain(running: Running, config: ServerConfig, force: asyncio.Event) -> None:
@@ -208,13 +234,13 @@ async def drain(running: Running, config: ServerConfig, force: asyncio.Event) ->
         await stopping
     forced.cancel()
     await running.pool.close()
+    running.close_outputs()
 
 
-async def serve(config: ServerConfig, on_ready: Callable[[int], None] | None = None) -> None:
+async def serve(config: ServerConfig, on_ready: Callable[[int], None] | None = None, *,
+                telemetry: otel.Telemetry | None = None) -> None:
     """Serve until SIGTERM/SIGINT, then drain (a second signal stops at once)."""
-    from decider import telemetry
-
-    running = await start(config, interceptors=telemetry.server_interceptors())
+    running = await start(config, telemetry)
     if on_ready:
         on_ready(running.port)
     stop, force = asyncio.Event(), asyncio.Event()
@@ -227,7 +253,6 @@ async def serve(config: ServerConfig, on_ready: Callable[[int], None] | None = N
         loop.add_signal_handler(sig, on_signal)
     await stop.wait()
     await drain(running, config, force)
-    telemetry.shutdown()
 
 
 class BackgroundServer:
@@ -235,11 +260,11 @@ class BackgroundServer:
 
     def __init__(self, address: str = "127.0.0.1:0", *,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 interceptors: list[Any] | None = None, workers: int = 1,
+                 telemetry: otel.Telemetry | None = None, workers: int = 1,
                  **config: Any) -> None:
         limits = config.pop("limits", Limits(max_message_bytes=max_message_bytes))
         self.config = ServerConfig(address=address, limits=limits, workers=workers, **config)
-        self._interceptors = interceptors
+        self._telemetry = telemetry
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="decider-server")
@@ -258,8 +283,7 @@ class BackgroundServer:
 
     def start(self) -> BackgroundServer:
         self._thread.start()
-        fut = asyncio.run_coroutine_threadsafe(start(self.config, self._interceptors),
-                                               self._loop)
+        fut = asyncio.run_coroutine_threadsafe(start(self.config, self._telemetry), self._loop)
         self._running = fut.result(timeout=60)
         self.port = self._running.port
         return self

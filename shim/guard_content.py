@@ -162,6 +162,10 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+def _is_count_or_null(v: Any) -> bool:
+    return v is None or _is_int(v)
+
+
 def _is_str_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
 
@@ -205,7 +209,8 @@ PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
         lambda p: p["spec"].get("suspend") is False,
     ),
     pb.ACTION_TYPE_PATCH_JOB: (
-        {"spec": {"parallelism": _is_int, "completions": _is_int}},
+        # null: the template leaves the count unset (merge patch: back to the Job's default).
+        {"spec": {"parallelism": _is_count_or_null, "completions": _is_count_or_null}},
         lambda p: bool(p["spec"]),
     ),
 }

@@ -193,6 +193,13 @@ def test_suspend_resume_restart_elastic_and_ttl_plans_pass():
     scaled = decide(elastic, RUNNING, {"ElasticJobSet": True})
     assert types(scaled).count("PATCH_JOB") == 2
     assert check(scaled, RUNNING, elastic) is None
+    # A template without counts scales the Jobs back to the Job API's defaults (nulls).
+    unset = make_jobset()
+    for key in ("parallelism", "completions"):
+        unset["spec"]["replicatedJobs"][0]["template"]["spec"].pop(key, None)
+    scaled_unset = decide(unset, RUNNING, {"ElasticJobSet": True})
+    assert types(scaled_unset).count("PATCH_JOB") >= 1
+    assert check(scaled_unset, RUNNING, unset) is None
 
     done = make_jobset(ttlSecondsAfterFinished=0)
     done["status"] = {

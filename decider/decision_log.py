@@ -1,0 +1,92 @@
+"""The decision log: one JSON line per decision, as OPA's decision logs are, for audit and replay.
+
+A line holds when and how fast it was decided, its ids (decision, trace), the method, the
+JobSet, a digest of the request, the full request and answer (protobuf's JSON mapping) and the
+decider's version; `decider replay` decides every line again. Writing never blocks or fails a
+decision: lines go through a bounded queue to a writer thread, and a full queue drops the line
+(counted in `decider.decision_log.dropped`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+log = logging.getLogger("decider.decision_log")
+
+DEFAULT_QUEUE = 4096
+_STOP = object()
+
+
+class DecisionLog:
+    def __init__(self, target: str, *, max_queue: int = DEFAULT_QUEUE,
+                 on_drop: Callable[[], None] | None = None, stream: IO[str] | None = None
+                 ) -> None:
+        """`target` is a file path (appended to) or "-" for standard output; `stream`, if
+        given, is written instead."""
+        self.target = target
+        if stream is not None:
+            self._out = stream
+        elif target == "-":
+            self._out = sys.stdout
+        else:
+            self._out = open(target, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+        self._queue: queue.Queue[Any] = queue.Queue(max_queue)
+        self._on_drop = on_drop
+        self.dropped = 0
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
+        self._thread.start()
+
+    def submit(self, line: str) -> None:
+        try:
+            self._queue.put_nowait(line)
+        except queue.Full:
+            self.dropped += 1
+            if self._on_drop is not None:
+                self._on_drop()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            try:
+                self._out.write(item)
+                self._out.write("\n")
+                if self._queue.empty():
+                    self._out.flush()
+                self.written += 1
+            except (OSError, ValueError) as exc:
+                # A full disk must not stop decisions; say so once per failure kind.
+                log.error("decision log %s: %s; line dropped", self.target, exc)
+                self.dropped += 1
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (within `timeout`), then close the file."""
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+        try:
+            self._out.flush()
+            if self._out is not sys.stdout and self.target != "-":
+                self._out.close()
+        except (OSError, ValueError):
+            pass
+
+
+def record_line(envelope: dict[str, Any], record: bytes) -> str:
+    """The envelope's fields followed by the worker's record ({"request", "response" or
+    "status"}) spliced in as text: the server never parses or re-encodes a large request."""
+    head = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+    body = record.decode("utf-8") if record else "{}"
+    if body == "{}":
+        return head
+    return head[:-1] + "," + body[1:]

@@ -1,0 +1,130 @@
+"""Decision records (issue 9): `decider serve --decision-log` writes one JSON line per decision;
+`decider replay` decides them again: 0 when every answer is the logged one, 1 naming those that
+differ, 2 for a file that is not a decision log. Writing never blocks a decision."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from properties.strategies import to_request
+
+from decider.core.model import Observed
+from decider.decision_log import DecisionLog
+from decider.server import BackgroundServer
+from decider.v1 import decider_pb2 as pb
+from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client import observe
+from support.builders import NOW, job, jobset, rjob
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
+
+
+def _replay(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "decider.cli", "replay", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A decision log of real traffic: plans, a restart, a refusal and the other RPCs."""
+    path = tmp_path_factory.mktemp("log") / "decisions.jsonl"
+    js = yaml.safe_load(EXAMPLE.read_text())
+    failing = to_request(Observed(
+        jobset=jobset(rjob("workers", 2), failurePolicy={"maxRestarts": 2}), now=NOW,
+        jobs=[job("workers", 0, state="failed"), job("workers", 1)]))
+    with BackgroundServer(decision_log=str(path)) as srv, \
+            grpc.insecure_channel(srv.target) as channel:
+        stub = pb_grpc.DeciderStub(channel)
+        stub.Decide(observe.build_decide_request(js, [], NOW), timeout=10)
+        stub.Decide(failing, timeout=10)
+        with pytest.raises(grpc.RpcError):
+            stub.Decide(pb.DecideRequest(jobset_json="{", now=failing.now), timeout=10)
+        stub.Validate(pb.ValidateRequest(object_json=json.dumps(js)), timeout=10)
+        stub.PlanGang(pb.PlanGangRequest(object_json=json.dumps(js)), timeout=10)
+        stub.PodSets(pb.PodSetsRequest(object_json=json.dumps(js)), timeout=10)
+    return path
+
+
+def test_every_decision_is_one_line_with_its_ids_request_and_answer(logged: Path) -> None:
+    records = [json.loads(line) for line in logged.read_text().splitlines()]
+    assert [r["method"] for r in records] == ["Decide", "Decide", "Decide", "Validate",
+                                             "PlanGang", "PodSets"]
+    first = records[0]
+    assert first["jobset"] == {"namespace": "default", "name": "trainer",
+                               "uid": "6f1d2c3b-0a9e-4c47-9a43-8d7b3f2e1a05"}
+    assert first["code"] == "OK" and first["response"]["decisionId"] == first["decision_id"]
+    assert first["input_digest"].startswith("sha256:") and first["version"]
+    assert first["latency_seconds"] > 0 and first["time"].endswith("Z")
+    assert "jobsetJson" in first["request"]
+    refused = records[2]
+    assert refused["code"] == "INVALID_ARGUMENT"
+    assert refused["status"]["message"].startswith("jobset_json: is not valid JSON")
+
+
+def test_replay_of_an_untouched_log_finds_no_difference(logged: Path) -> None:
+    done = _replay(logged)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert "replayed 6 decision(s), 0 differ" in done.stderr
+
+
+def test_replay_names_a_decision_that_differs(logged: Path, tmp_path: Path) -> None:
+    records = [json.loads(line) for line in logged.read_text().splitlines()]
+    # A decision made differently: the restart recorded one restart too many.
+    records[1]["response"]["status"]["restarts"] = 7
+    # And a refusal worded differently.
+    records[2]["status"]["message"] = "something else"
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = _replay(changed)
+    assert done.returncode == 1
+    reports = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["line"], r["method"]) for r in reports] == [(2, "Decide"), (3, "Decide")]
+    assert reports[0]["decision_id"] == records[1]["decision_id"]
+    assert reports[0]["differences"] == ["status.restarts: logged 7, now 1"]
+    assert reports[1]["differences"][0].startswith('status.message: logged "something else"')
+    assert "2 differ" in done.stderr
+
+
+def test_replay_refuses_a_file_that_is_not_a_decision_log(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"method": "Decide", "request": {}}\nnot json\n')
+    done = _replay(bad)
+    assert done.returncode == 2
+    assert "line 2: not JSON" in done.stderr and "Traceback" not in done.stderr
+
+
+class _Stalled(io.StringIO):
+    """A log destination that blocks, as a full disk or a stopped pipe reader would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.release.wait(10)
+        return super().write(text)
+
+
+def test_a_stalled_log_drops_lines_and_never_blocks_a_decision() -> None:
+    stalled = _Stalled()
+    drops: list[int] = []
+    log = DecisionLog("test", max_queue=2, stream=stalled, on_drop=lambda: drops.append(1))
+    started = time.monotonic()
+    for i in range(50):
+        log.submit(f'{{"n": {i}}}')
+    assert time.monotonic() - started < 0.5
+    assert log.dropped >= 47 and len(drops) == log.dropped
+    stalled.release.set()
+    log.close()
+    assert 1 <= log.written <= 3

@@ -1,0 +1,276 @@
+"""Traces and metrics of the decider (issue 9): spans and metrics through the SDK's in-memory
+exporter and reader, then over the wire to real OTLP receivers (gRPC and http/protobuf) and to
+a Prometheus scrape, and health under every telemetry setting."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+from properties.strategies import to_request
+
+from decider import telemetry
+from decider.core.model import Observed
+from decider.server import BackgroundServer
+from decider.v1 import decider_pb2 as pb
+from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client import observe
+from support.builders import NOW, job, jobset, rjob
+from support.otlp import GrpcReceiver, HttpReceiver
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
+PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.fixture(scope="module")
+def observed() -> Iterator[tuple[pb_grpc.DeciderStub, InMemorySpanExporter, InMemoryMetricReader]]:
+    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    tel = telemetry.setup("jobset-decider", env={}, span_exporters=[spans],
+                          metric_readers=[reader])
+    with BackgroundServer(telemetry=tel) as srv, grpc.insecure_channel(srv.target) as channel:
+        yield pb_grpc.DeciderStub(channel), spans, reader
+
+
+def _example() -> pb.DecideRequest:
+    return observe.build_decide_request(yaml.safe_load(EXAMPLE.read_text()), [], NOW)
+
+
+def _failing(action: str) -> pb.DecideRequest:
+    """A JobSet whose worker failed with PodFailurePolicy, which the rule 'oom' matches."""
+    js = jobset(rjob("workers", 2), failurePolicy={"maxRestarts": 3, "rules": [
+        {"name": "oom", "action": action, "onJobFailureReasons": ["PodFailurePolicy"]}]})
+    jobs = [job("workers", 0, state="failed", reason="PodFailurePolicy"), job("workers", 1)]
+    return to_request(Observed(jobset=js, now=NOW, jobs=jobs))
+
+
+def _span(spans: InMemorySpanExporter, decision_id: str) -> object:
+    for span in spans.get_finished_spans():
+        if span.attributes.get("decider.decision_id") == decision_id:
+            return span
+    raise AssertionError(f"no span for decision {decision_id}")
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict, object]]]:
+    out: dict[str, list[tuple[dict, object]]] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                out.setdefault(metric.name, []).extend(
+                    (dict(p.attributes), p) for p in metric.data.data_points)
+    return out
+
+
+def _sum(points: list[tuple[dict, object]], **attrs: str) -> float:
+    return sum(p.value for a, p in points if all(a.get(k) == v for k, v in attrs.items()))
+
+
+def test_a_decide_span_has_the_decision_and_its_callers_parent(observed) -> None:
+    stub, spans, _ = observed
+    resp = stub.Decide(_example(), timeout=10, metadata=[("traceparent", PARENT)])
+    span = _span(spans, resp.decision_id)
+    assert span.name == "decider.v1.Decider/Decide" and span.kind == SpanKind.SERVER
+    assert format(span.context.trace_id, "032x") == PARENT.split("-")[1]
+    assert format(span.parent.span_id, "016x") == PARENT.split("-")[2]
+    attrs = span.attributes
+    assert attrs["rpc.system"] == "grpc" and attrs["rpc.service"] == "decider.v1.Decider"
+    assert attrs["rpc.method"] == "Decide" and attrs["rpc.grpc.status_code"] == 0
+    assert (attrs["k8s.namespace.name"], attrs["jobset.name"]) == ("default", "trainer")
+    assert attrs["jobset.uid"] == "6f1d2c3b-0a9e-4c47-9a43-8d7b3f2e1a05"
+    assert attrs["decider.actions.CreateJob"] == 4
+    assert attrs["decider.actions.CreateService"] == 1
+    assert attrs["decider.actions.total"] == len(resp.actions)
+    assert span.status.status_code == StatusCode.UNSET
+
+
+def test_a_restart_span_names_the_rule_and_the_restart_counters(observed) -> None:
+    stub, spans, _ = observed
+    resp = stub.Decide(_failing("RestartJobSet"), timeout=10)
+    attrs = _span(spans, resp.decision_id).attributes
+    assert attrs["decider.failure_policy.rule"] == "oom"
+    assert attrs["decider.failure_policy.action"] == "RestartJobSet"
+    assert (attrs["jobset.restarts.before"], attrs["jobset.restarts.after"]) == (0, 1)
+    assert attrs["jobset.restarts_count_towards_max.after"] == 1
+    assert attrs["jobset.terminal_state"] == ""
+
+
+def test_invalid_argument_sets_the_span_status_with_the_field_error(observed) -> None:
+    stub, spans, _ = observed
+    spans.clear()
+    req = _example()
+    req.jobset_json = json.dumps({"kind": "Job"})
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.Decide(req, timeout=10)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    (span,) = [s for s in spans.get_finished_spans() if s.name.endswith("/Decide")]
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == f"INVALID_ARGUMENT: {exc.value.details()}"
+    assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+    # The field error, not "AbortError: Locally aborted." exception events.
+    assert not span.events
+
+
+def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(observed) -> None:
+    stub, _, reader = observed
+    before = _points(reader)
+    stub.Decide(_example(), timeout=10)
+    stub.Decide(_failing("RestartJobSet"), timeout=10)
+    stub.Decide(_failing("FailJobSet"), timeout=10)
+    bad = _example()
+    bad.jobset_json = "{"
+    with pytest.raises(grpc.RpcError):
+        stub.Decide(bad, timeout=10)
+    stub.Validate(pb.ValidateRequest(object_json=_example().jobset_json), timeout=10)
+    after = _points(reader)
+
+    def delta(name: str, **attrs: str) -> float:
+        return _sum(after.get(name, []), **attrs) - _sum(before.get(name, []), **attrs)
+
+    assert delta("decider.decisions", **{"rpc.method": "Decide", "outcome": "ok"}) == 3
+    assert delta("decider.decisions", **{"rpc.method": "Decide", "outcome": "invalid"}) == 1
+    assert delta("decider.decisions", **{"rpc.method": "Validate", "outcome": "ok"}) == 1
+    assert delta("decider.actions", **{"action.type": "CreateJob"}) == 4
+    assert delta("decider.restarts", **{"failure_policy.rule": "oom",
+                                        "failure_policy.action": "RestartJobSet"}) == 1
+    assert delta("decider.jobsets.finished", terminal_state="Failed") == 1
+    durations = [p for a, p in after["decider.decision.duration"]
+                 if a.get("rpc.method") == "Decide"]
+    assert sum(p.count for p in durations) >= 4
+    assert "decider.workers.busy" in after and "decider.requests.waiting" in after
+
+
+# --- the process, over the wire ---------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(env: dict[str, str], *flags: str) -> tuple[subprocess.Popen[str], str, float]:
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
+                             "--port", "0", "--workers", "1", "--drain-delay", "0", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, **env})
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "serving" in line, proc.stderr.read() if proc.stderr else ""
+    return proc, line.strip().rsplit(" ", 1)[-1], time.monotonic() - started
+
+
+def _stop(proc: subprocess.Popen[str]) -> float:
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    took = time.monotonic() - started
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    return took
+
+
+def _every_rpc(target: str) -> None:
+    with grpc.insecure_channel(target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "decider.v1.Decider"):
+            status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert status.status == health_pb2.HealthCheckResponse.SERVING
+        stub = pb_grpc.DeciderStub(channel)
+        assert stub.Decide(_example(), timeout=10).actions
+        text = _example().jobset_json
+        assert stub.Validate(pb.ValidateRequest(object_json=text), timeout=10).valid
+        stub.PlanGang(pb.PlanGangRequest(object_json=text), timeout=10)
+        stub.PodSets(pb.PodSetsRequest(object_json=text), timeout=10)
+
+
+def test_health_and_every_rpc_with_otlp_on_and_the_collector_down() -> None:
+    """Tracing once broke health (UNKNOWN on every Check); an unreachable collector must cost
+    neither answers nor a slow start or shutdown."""
+    off, target, start_off = _serve({"OTEL_TRACES_EXPORTER": "none"})
+    _every_rpc(target)
+    stop_off = _stop(off)
+    down = f"http://127.0.0.1:{_free_port()}"
+    on, target, start_on = _serve({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp",
+                                   "OTEL_LOGS_EXPORTER": "otlp",
+                                   "OTEL_EXPORTER_OTLP_ENDPOINT": down,
+                                   "OTEL_METRIC_EXPORT_INTERVAL": "200"})
+    _every_rpc(target)
+    time.sleep(0.5)  # exports are being attempted against the closed port
+    stop_on = _stop(on)
+    # Generous bounds for a shared machine; the figures are in the README (bench).
+    assert start_on < start_off + 1.5, (start_on, start_off)
+    assert stop_on < stop_off + 1.5, (stop_on, stop_off)
+
+
+@pytest.mark.parametrize("protocol,receiver", [("grpc", GrpcReceiver),
+                                               ("http/protobuf", HttpReceiver)])
+def test_spans_and_metrics_arrive_at_a_real_otlp_receiver(protocol: str, receiver: type) -> None:
+    with receiver() as rx:
+        proc, target, _ = _serve({"OTEL_TRACES_EXPORTER": "otlp",
+                                  "OTEL_METRICS_EXPORTER": "otlp",
+                                  "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+                                  "OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint,
+                                  "OTEL_METRIC_EXPORT_INTERVAL": "200",
+                                  "OTEL_BSP_SCHEDULE_DELAY": "100"})
+        try:
+            _every_rpc(target)
+            got = rx.received
+            assert got.wait(lambda: any(s.name == "decider.v1.Decider/Decide"
+                                        for _, s in got.spans()))
+            assert got.wait(lambda: {"decider.decisions", "decider.decision.duration",
+                                     "decider.actions"} <= got.metric_names())
+            assert got.data_points("decider.decisions")
+        finally:
+            _stop(proc)
+        services = {service for service, _ in got.spans()}
+        assert services == {"jobset-decider"}
+        if protocol == "http/protobuf":
+            assert "/v1/traces" in rx.paths and "/v1/metrics" in rx.paths
+
+
+def test_prometheus_scrape_on_metrics_port() -> None:
+    port = _free_port()
+    proc, target, _ = _serve({}, "--metrics-port", str(port))
+    try:
+        _every_rpc(target)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+    finally:
+        _stop(proc)
+    decisions = [line for line in text.splitlines()
+                 if line.startswith("decider_decisions_total{")]
+    assert any('rpc_method="Decide"' in line and 'outcome="ok"' in line for line in decisions)
+    assert "decider_decision_duration_seconds_bucket" in text
+    assert 'decider_actions_total{action_type="CreateJob"' in text
+
+
+@pytest.mark.parametrize("env,needle", [
+    ({"OTEL_TRACES_EXPORTER": "jaeger"}, "OTEL_TRACES_EXPORTER: unsupported exporter 'jaeger'"),
+    ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+     "OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol 'http/json'"),
+    ({"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "udp"},
+     "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: unsupported protocol 'udp'"),
+], ids=["unknown-exporter", "unsupported-protocol", "unsupported-signal-protocol"])
+def test_a_bad_otel_variable_exits_2_naming_it(env: dict[str, str], needle: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=30,
+                          env={**os.environ, **env})
+    assert done.returncode == 2
+    assert needle in done.stderr and "Traceback" not in done.stderr
