@@ -177,3 +177,31 @@ def test_the_shared_summarizer_imports_only_the_contract() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_resume_patch_does_not_depend_on_map_order() -> None:
+    """Equal requests, equal plan bytes, however their maps were filled. (Found by the parity
+    tables: a protobuf map copied into another message iterates in another order, and the
+    ResumeJob patch merged the Job's labels in that order.)"""
+    jobs = []
+    for i in range(3):
+        job = child("workers", i, attempt=0)
+        job["spec"]["suspend"] = True
+        job["spec"]["template"]["metadata"]["labels"] = {
+            f"jobset.sigs.k8s.io/{k}": "v" for k in (
+                "restart-attempt", "replicatedjob-replicas", "jobset-uid", "group-name",
+                "group-replicas", "job-index", "job-group-index", "job-key", "job-global-index",
+                "jobset-name", "replicatedjob-name", "global-replicas")}
+        jobs.append(job)
+    # A label the Jobs lack, so the resume merges labels into the patch.
+    js = jobset(rjob("workers", 3, pod={"metadata": {"labels": {"team": "a"}}, "spec": {
+        "containers": [{"name": "c", "image": "i"}]}}))
+    typed = observe.build_decide_request(js, jobs, NOW)
+    copied = pb.DecideRequest()
+    copied.CopyFrom(typed)
+    copied.ClearField("jobs")
+    copied.jobs.extend(typed.jobs)
+    plans = [convert.decide_response(r) for r in (typed, copied)]
+    assert any(a.type == pb.ACTION_TYPE_RESUME_JOB for a in plans[0].actions)
+    assert plans[0].SerializeToString(deterministic=True) == plans[1].SerializeToString(
+        deterministic=True)
