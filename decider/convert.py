@@ -171,28 +171,37 @@ def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
     return out
 
 
+def expanded(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideRequest:
+    """`req` as the Python client would have sent it: the objects of observed_json summarized
+    into the typed lists, after the typed entries, in order. `req` itself when it has none.
+    Everything after this (limits, decision, decision_id) sees one form of a request."""
+    if not req.observed_json:
+        return req
+    raw = _summarized(req, lim)
+    out = pb.DecideRequest()
+    out.CopyFrom(req)
+    out.ClearField("observed_json")
+    out.jobs.extend(raw.jobs)
+    out.objects.extend(raw.objects)
+    out.pods.extend(raw.pods)
+    return out
+
+
 def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Observed:
+    req = expanded(req, lim)
     limits.check_decide_request(req, lim)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
     _check_job_names(req.jobs, [f"jobs[{i}].name" for i in range(len(req.jobs))])
-    jobs, objects, pods = req.jobs, req.objects, req.pods
-    if req.observed_json:
-        raw = _summarized(req, lim)
-        jobs, objects, pods = ([*jobs, *raw.jobs], [*objects, *raw.objects],
-                               [*pods, *raw.pods])
-        for name, items in (("jobs", jobs), ("objects", objects), ("pods", pods)):
-            limits.check_count(len(items), name, lim.max_observed,
-                               f"observed {name} (typed and observed_json together)")
     jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
     limits.check_jobset_replicas(jobset, lim)
     return Observed(
         jobset=jobset,
         now=req.now.ToDatetime(tzinfo=UTC),
-        jobs=[_job(j) for j in jobs],
-        objects=[_object(o, i, lim) for i, o in enumerate(objects)],
+        jobs=[_job(j) for j in req.jobs],
+        objects=[_object(o, i, lim) for i, o in enumerate(req.objects)],
         pods=[ObservedPod(name=p.name, phase=p.phase, annotations=dict(p.annotations),
-                          max_container_restarts=p.max_container_restarts) for p in pods],
+                          max_container_restarts=p.max_container_restarts) for p in req.pods],
         options=options_from_proto(req.options, lim),
     )
 
@@ -278,6 +287,8 @@ def decision_id(method: str, request: Any) -> str:
 def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Decision:
     """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
     TooLarge for a request or plan over the limits."""
+    # Raw objects or their summaries: one request, one answer, one id.
+    req = expanded(req, lim)
     observed = observed_from_proto(req, lim)
     plan = decide(observed)
     response = plan_to_proto(plan)
