@@ -1,4 +1,5 @@
-"""`decider serve | decide | validate | gang | podsets`: the project's stable command-line surface.
+"""`decider serve | decide | simulate | validate | gang | podsets`: the project's stable
+command-line surface.
 
 Exit codes: 0 success (validate: valid), 2 bad input or an invalid object (the message or the
 JSON on stdout names the field), 1 a server that could not be reached.
@@ -73,7 +74,7 @@ def _call_local(method: str, request: Any) -> Any:
     from decider.limits import DEFAULT
 
     name = {"decide": "Decide", "validate": "Validate", "plan_gang": "PlanGang",
-            "pod_sets": "PodSets"}[method]
+            "pod_sets": "PodSets", "simulate": "Simulate"}[method]
     try:
         return dispatch.answer_message(name, request, DEFAULT)
     except (InvalidInput, TooLarge) as exc:
@@ -222,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     decide.set_defaults(func=cmd_decide)
 
+    from decider.cli_simulate import add_simulate_parser
+
+    add_simulate_parser(sub)
+
     validate = sub.add_parser("validate", help="admission: default and validate a JobSet, or "
                                                "check a Job update against the gang rules")
     validate.add_argument("-f", "--file", required=True,
@@ -273,4 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as decider.cli, not __main__: subcommand modules (cli_simulate) import this one, and a
+    # second copy of it would have UsageError classes main() does not catch.
+    from decider.cli import main as _main
+
+    sys.exit(_main())

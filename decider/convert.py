@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from decider import json_input, limits
+from decider import json_input, limits, summarize
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import (
     Action,
+    FailureOutcome,
     JobCondition,
     Observed,
     ObservedJob,
@@ -143,16 +144,69 @@ def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
                           uid=msg.uid, controller_uid=msg.controller_uid, obj=obj)
 
 
+def _check_job_names(jobs: Any, fields: list[str]) -> None:
+    for job, field in zip(jobs, fields, strict=True):
+        if not job.name:
+            raise InvalidInput.at(field, "Required value")
+        if len(job.name) > limits.MAX_NAME_BYTES:
+            raise InvalidInput.at(field, f"must be no more than {limits.MAX_NAME_BYTES} "
+                                         "characters")
+
+
+def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
+    """The objects of `observed_json`, summarized into a request's typed lists by the same code
+    the Python client uses, so that sending them whole or summarized decides alike."""
+    out = pb.DecideRequest()
+    limits.check_count(len(req.observed_json), "observed_json", lim.max_observed,
+                       "observed objects")
+    job_fields: list[str] = []
+    for i, text in enumerate(req.observed_json):
+        field = f"observed_json[{i}]"
+        limits.check_object_bytes(text, field, lim)
+        obj = parse_object(text, field, lim)
+        before = (len(out.jobs), len(out.pods), len(out.objects))
+        try:
+            summarize.add_observed(out, obj, field)
+        except summarize.ObservationError as exc:
+            raise InvalidInput.at(exc.field, exc.message) from None
+        if len(out.jobs) > before[0]:
+            job_fields.append(f"{field}.metadata.name")
+        # A typed field holds no string over max_string_bytes; a summary made here is held to
+        # the same, naming the object it came from.
+        added = out.jobs[-1] if len(out.jobs) > before[0] else \
+            out.pods[-1] if len(out.pods) > before[1] else None
+        if added is not None and added.ByteSize() > lim.max_string_bytes:
+            try:
+                limits.check_strings([added], field, lim)
+            except InvalidInput as exc:
+                raise InvalidInput([FieldError(e.field.replace(f"{field}[0]", field, 1),
+                                               e.message) for e in exc.errors]) from None
+    _check_job_names(out.jobs, job_fields)
+    return out
+
+
+def expanded(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideRequest:
+    """`req` as the Python client would have sent it: the objects of observed_json summarized
+    into the typed lists, after the typed entries, in order. `req` itself when it has none.
+    Everything after this (limits, decision, decision_id) sees one form of a request."""
+    if not req.observed_json:
+        return req
+    raw = _summarized(req, lim)
+    out = pb.DecideRequest()
+    out.CopyFrom(req)
+    out.ClearField("observed_json")
+    out.jobs.extend(raw.jobs)
+    out.objects.extend(raw.objects)
+    out.pods.extend(raw.pods)
+    return out
+
+
 def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Observed:
+    req = expanded(req, lim)
     limits.check_decide_request(req, lim)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
-    for i, job in enumerate(req.jobs):
-        if not job.name:
-            raise InvalidInput.at(f"jobs[{i}].name", "Required value")
-        if len(job.name) > limits.MAX_NAME_BYTES:
-            raise InvalidInput.at(f"jobs[{i}].name", f"must be no more than "
-                                                    f"{limits.MAX_NAME_BYTES} characters")
+    _check_job_names(req.jobs, [f"jobs[{i}].name" for i in range(len(req.jobs))])
     jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
     limits.check_jobset_replicas(jobset, lim)
     return Observed(
@@ -209,14 +263,22 @@ def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
     return msg
 
 
+def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
+    return pb.FailurePolicyDecision(job=d.job, reason=d.reason, message=d.message, rule=d.rule,
+                                    action=d.action)
+
+
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
-    return pb.DecideResponse(
+    msg = pb.DecideResponse(
         actions=[_action(a) for a in plan.actions],
         status=status_to_proto(plan.status),
         requeue_after_seconds=plan.requeue_after_seconds,
         explanation=plan.explanation,
         resource_version=plan.resource_version,
     )
+    if plan.failure is not None:
+        msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
+    return msg
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +301,8 @@ def decision_id(method: str, request: Any) -> str:
 def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Decision:
     """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
     TooLarge for a request or plan over the limits."""
+    # Raw objects or their summaries: one request, one answer, one id.
+    req = expanded(req, lim)
     observed = observed_from_proto(req, lim)
     plan = decide(observed)
     response = plan_to_proto(plan)
@@ -393,4 +457,40 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
             msg.gang.pod_sets.extend(info.gang_pod_sets)
             if info.gang_min_count is not None:
                 msg.gang.min_count = info.gang_min_count
+        msg.pod_requests.update(info.pod_requests)
+        msg.total_requests.update(info.total_requests)
+        msg.node_selector.update(info.node_selector)
+        msg.tolerations.extend(_toleration(t) for t in info.tolerations)
+        if info.topology_request is not None:
+            msg.topology_request.CopyFrom(_topology_request(info.topology_request))
     return out
+
+
+def _toleration(t: Toleration) -> pb.Toleration:
+    msg = pb.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
+    if t.toleration_seconds is not None:
+        msg.toleration_seconds = t.toleration_seconds
+    return msg
+
+
+_TOPOLOGY_FIELDS = {"required": "required", "preferred": "preferred",
+                    "unconstrained": "unconstrained", "podIndexLabel": "pod_index_label",
+                    "subGroupIndexLabel": "sub_group_index_label",
+                    "subGroupCount": "sub_group_count", "podSetGroupName": "pod_set_group_name",
+                    "podSetSliceRequiredTopology": "pod_set_slice_required_topology",
+                    "podSetSliceSize": "pod_set_slice_size"}
+
+
+def _topology_request(request: dict[str, Any]) -> pb.PodSetTopologyRequest:
+    msg = pb.PodSetTopologyRequest()
+    for key, value in request.items():
+        setattr(msg, _TOPOLOGY_FIELDS[key], value)
+    return msg
+
+
+def simulate_response(req: pb.SimulateRequest,
+                      lim: Limits = limits.DEFAULT) -> pb.SimulateResponse:
+    """Simulate one request (decider/convert_simulate.py); InvalidInput naming the field."""
+    from decider import convert_simulate
+
+    return convert_simulate.simulate_response(req, lim)

@@ -50,6 +50,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("Validate", pb.ValidateRequest, pb.ValidateResponse, convert.validate_response),
     Method("PlanGang", pb.PlanGangRequest, pb.PlanGangResponse, convert.plan_gang_response),
     Method("PodSets", pb.PodSetsRequest, pb.PodSetsResponse, convert.pod_sets_response),
+    Method("Simulate", pb.SimulateRequest, pb.SimulateResponse, convert.simulate_response),
 )}
 
 

@@ -395,7 +395,9 @@ def test_podsets_of_a_job(capsys: pytest.CaptureFixture[str]) -> None:
         "name": "main", "count": 4, "replicatedJob": None,
         "gang": {"podGroup": "train-5569fd55d5-train-pgt-0-9c46fc9d5",
                  "template": "train-pgt-0", "minCount": 4, "podSets": ["main"]},
-        "warnings": []}]}
+        "warnings": [], "podRequests": {}, "totalRequests": {}, "nodeSelector": {},
+        "tolerations": [],
+        "topologyRequest": {"podIndexLabel": "batch.kubernetes.io/job-completion-index"}}]}
 
 
 # --- Validate for Jobs ---------------------------------------------------------------------------

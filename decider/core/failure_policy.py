@@ -70,11 +70,18 @@ def _with_first_failed(message: str, job: ObservedJob) -> str:
     return f"{message} (first failed job: {job.name})"
 
 
-def total_restarts_count_towards_max(st: PassState) -> int:
-    total = st.restarts_count_towards_max
-    for rjs in st.status.get("replicatedJobsStatus") or ():
-        total += sum(rjs.get("jobRestartsCountTowardsMax") or ())
+def counted_restarts(status: dict, include_job_restarts: bool) -> int:
+    """Restarts spent from the maxRestarts budget: restartsCountTowardsMax, plus every per-Job
+    counter when the RestartJob gate counts them."""
+    total = int(status.get("restartsCountTowardsMax") or 0)
+    if include_job_restarts:
+        for rjs in status.get("replicatedJobsStatus") or ():
+            total += sum(rjs.get("jobRestartsCountTowardsMax") or ())
     return total
+
+
+def total_restarts_count_towards_max(st: PassState) -> int:
+    return counted_restarts(st.status, True)
 
 
 def execute(st: PassState, failed: list[ObservedJob]) -> None:
@@ -82,11 +89,11 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
     js = st.js
     policy = js.failure_policy
     if policy is None:
-        job, _ = first_failed(failed)
+        job, cond = first_failed(failed)
         assert job is not None
         conditions.set_failed(st, c.REASON_FAILED_JOBS, _with_first_failed(
             "jobset failed due to one or more job failures", job))
-        st.failure = FailureOutcome(rule="", action=c.FAIL_JOBSET, job=job.name)
+        st.failure = _outcome(job, cond, None, c.FAIL_JOBSET)
         st.explain(f"job {job.name} failed and the JobSet has no failure policy: "
                    "the JobSet fails (FailedJobs)")
         return
@@ -110,8 +117,15 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
         cond = _failure(job)
         st.explain(f"job {job.name} failed with reason {cond.reason if cond else ''!s}; "
                    f"rule '{rule.name}' matched; action {action}")
-    st.failure = FailureOutcome(rule=rule.name if rule else "", action=action, job=job.name)
+    st.failure = _outcome(job, _failure(job), rule, action)
     _APPLIERS[action](st, job, rule)
+
+
+def _outcome(job: ObservedJob, cond: JobCondition | None, rule: FailureRule | None,
+             action: str) -> FailureOutcome:
+    return FailureOutcome(rule=rule.name if rule else "", action=action, job=job.name,
+                          reason=cond.reason if cond else "",
+                          message=cond.message if cond else "")
 
 
 def _fail_jobset(st: PassState, job: ObservedJob, rule: FailureRule | None) -> None:
@@ -122,9 +136,7 @@ def _fail_jobset(st: PassState, job: ObservedJob, rule: FailureRule | None) -> N
 def _budget_exhausted(st: PassState, include_job_restarts: bool) -> bool:
     policy = st.js.failure_policy
     assert policy is not None
-    if include_job_restarts and total_restarts_count_towards_max(st) >= policy.max_restarts:
-        return True
-    return st.restarts_count_towards_max >= policy.max_restarts
+    return counted_restarts(st.status, include_job_restarts) >= policy.max_restarts
 
 
 def _fail_reached_max(st: PassState, job: ObservedJob) -> None:

@@ -163,11 +163,16 @@ class Action:
 @dataclass(slots=True)
 class FailureOutcome:
     """What the failure policy did in a pass: the rule that matched ("" when none did, or the
-    JobSet has no policy), the action applied, and the Job whose failure it acted on."""
+    JobSet has no policy), the action applied, and the Job whose failure it acted on. A caller
+    that asks "which rule fired?" (telemetry, Simulate) reads it here instead of matching the
+    rules again."""
 
     rule: str
     action: str
     job: str
+    # That Job's failure reason and message (its Failed condition).
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(slots=True)

@@ -63,7 +63,9 @@ def resume_patch(job: ObservedJob, template: dict[str, Any]) -> dict[str, Any]:
             (pod_meta, "labels", current.labels, meta.get("labels")),
             (pod_meta, "annotations", current.annotations, meta.get("annotations")),
             (pod_spec, "nodeSelector", current.node_selector, spec.get("nodeSelector"))):
-        have = dict(have)
+        # The Job's entries in key order: they may come from a protobuf map, whose iteration
+        # order differs between equal messages, and the plan's bytes must not.
+        have = dict(sorted(have.items()))
         merged = {**have, **(want or {})}
         if merged != have:
             out[key] = merged

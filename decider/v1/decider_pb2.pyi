@@ -29,6 +29,17 @@ class ActionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_TYPE_EVENT: _ClassVar[ActionType]
     ACTION_TYPE_PATCH_WORKLOAD: _ClassVar[ActionType]
     ACTION_TYPE_PATCH_POD_GROUP: _ClassVar[ActionType]
+
+class SimulationEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIMULATION_EVENT_TYPE_UNSPECIFIED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOB_FAILED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOB_READY: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOB_SUSPENDED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOB_RESUMED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: _ClassVar[SimulationEventType]
+    SIMULATION_EVENT_TYPE_JOBSET_RESUMED: _ClassVar[SimulationEventType]
 ACTION_TYPE_UNSPECIFIED: ActionType
 ACTION_TYPE_CREATE_JOB: ActionType
 ACTION_TYPE_DELETE_JOB: ActionType
@@ -46,6 +57,14 @@ ACTION_TYPE_DELETE_JOB_SET: ActionType
 ACTION_TYPE_EVENT: ActionType
 ACTION_TYPE_PATCH_WORKLOAD: ActionType
 ACTION_TYPE_PATCH_POD_GROUP: ActionType
+SIMULATION_EVENT_TYPE_UNSPECIFIED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOB_FAILED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOB_READY: SimulationEventType
+SIMULATION_EVENT_TYPE_JOB_SUSPENDED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOB_RESUMED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: SimulationEventType
+SIMULATION_EVENT_TYPE_JOBSET_RESUMED: SimulationEventType
 
 class Options(_message.Message):
     __slots__ = ("controller_name", "feature_gates", "gang_api_version", "gang_target")
@@ -219,20 +238,22 @@ class ObservedPod(_message.Message):
     def __init__(self, name: _Optional[str] = ..., phase: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., max_container_restarts: _Optional[int] = ...) -> None: ...
 
 class DecideRequest(_message.Message):
-    __slots__ = ("jobset_json", "jobs", "objects", "pods", "now", "options")
+    __slots__ = ("jobset_json", "jobs", "objects", "pods", "now", "options", "observed_json")
     JOBSET_JSON_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     NOW_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_JSON_FIELD_NUMBER: _ClassVar[int]
     jobset_json: str
     jobs: _containers.RepeatedCompositeFieldContainer[ObservedJob]
     objects: _containers.RepeatedCompositeFieldContainer[ObservedObject]
     pods: _containers.RepeatedCompositeFieldContainer[ObservedPod]
     now: _timestamp_pb2.Timestamp
     options: Options
-    def __init__(self, jobset_json: _Optional[str] = ..., jobs: _Optional[_Iterable[_Union[ObservedJob, _Mapping]]] = ..., objects: _Optional[_Iterable[_Union[ObservedObject, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[ObservedPod, _Mapping]]] = ..., now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
+    observed_json: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jobset_json: _Optional[str] = ..., jobs: _Optional[_Iterable[_Union[ObservedJob, _Mapping]]] = ..., objects: _Optional[_Iterable[_Union[ObservedObject, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[ObservedPod, _Mapping]]] = ..., now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., options: _Optional[_Union[Options, _Mapping]] = ..., observed_json: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Event(_message.Message):
     __slots__ = ("type", "reason", "message")
@@ -310,21 +331,37 @@ class JobSetStatus(_message.Message):
     current_in_place_restart_attempt: int
     def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., terminal_state: _Optional[str] = ..., replicated_jobs_status: _Optional[_Iterable[_Union[ReplicatedJobStatus, _Mapping]]] = ..., previous_in_place_restart_attempt: _Optional[int] = ..., current_in_place_restart_attempt: _Optional[int] = ...) -> None: ...
 
+class FailurePolicyDecision(_message.Message):
+    __slots__ = ("job", "reason", "message", "rule", "action")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    job: str
+    reason: str
+    message: str
+    rule: str
+    action: str
+    def __init__(self, job: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., rule: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
 class DecideResponse(_message.Message):
-    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id")
+    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id", "failure_policy")
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REQUEUE_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_POLICY_FIELD_NUMBER: _ClassVar[int]
     actions: _containers.RepeatedCompositeFieldContainer[Action]
     status: JobSetStatus
     requeue_after_seconds: int
     explanation: _containers.RepeatedScalarFieldContainer[str]
     resource_version: str
     decision_id: str
-    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ...) -> None: ...
+    failure_policy: FailurePolicyDecision
+    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ..., failure_policy: _Optional[_Union[FailurePolicyDecision, _Mapping]] = ...) -> None: ...
 
 class FieldError(_message.Message):
     __slots__ = ("field", "message")
@@ -452,21 +489,162 @@ class PodSetGang(_message.Message):
     def __init__(self, pod_group: _Optional[str] = ..., template: _Optional[str] = ..., min_count: _Optional[int] = ..., pod_sets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PodSet(_message.Message):
-    __slots__ = ("name", "count", "replicated_job", "gang", "warnings")
+    __slots__ = ("name", "count", "replicated_job", "gang", "warnings", "pod_requests", "total_requests", "node_selector", "tolerations", "topology_request")
+    class PodRequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class TotalRequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class NodeSelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     REPLICATED_JOB_FIELD_NUMBER: _ClassVar[int]
     GANG_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    POD_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_REQUEST_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     replicated_job: str
     gang: PodSetGang
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    pod_requests: _containers.ScalarMap[str, int]
+    total_requests: _containers.ScalarMap[str, int]
+    node_selector: _containers.ScalarMap[str, str]
+    tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
+    topology_request: PodSetTopologyRequest
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., pod_requests: _Optional[_Mapping[str, int]] = ..., total_requests: _Optional[_Mapping[str, int]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_request: _Optional[_Union[PodSetTopologyRequest, _Mapping]] = ...) -> None: ...
+
+class PodSetTopologyRequest(_message.Message):
+    __slots__ = ("required", "preferred", "unconstrained", "pod_index_label", "sub_group_index_label", "sub_group_count", "pod_set_group_name", "pod_set_slice_required_topology", "pod_set_slice_size")
+    REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_FIELD_NUMBER: _ClassVar[int]
+    UNCONSTRAINED_FIELD_NUMBER: _ClassVar[int]
+    POD_INDEX_LABEL_FIELD_NUMBER: _ClassVar[int]
+    SUB_GROUP_INDEX_LABEL_FIELD_NUMBER: _ClassVar[int]
+    SUB_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    POD_SET_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_SET_SLICE_REQUIRED_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    POD_SET_SLICE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    required: str
+    preferred: str
+    unconstrained: bool
+    pod_index_label: str
+    sub_group_index_label: str
+    sub_group_count: int
+    pod_set_group_name: str
+    pod_set_slice_required_topology: str
+    pod_set_slice_size: int
+    def __init__(self, required: _Optional[str] = ..., preferred: _Optional[str] = ..., unconstrained: _Optional[bool] = ..., pod_index_label: _Optional[str] = ..., sub_group_index_label: _Optional[str] = ..., sub_group_count: _Optional[int] = ..., pod_set_group_name: _Optional[str] = ..., pod_set_slice_required_topology: _Optional[str] = ..., pod_set_slice_size: _Optional[int] = ...) -> None: ...
 
 class PodSetsResponse(_message.Message):
     __slots__ = ("pod_sets",)
     POD_SETS_FIELD_NUMBER: _ClassVar[int]
     pod_sets: _containers.RepeatedCompositeFieldContainer[PodSet]
     def __init__(self, pod_sets: _Optional[_Iterable[_Union[PodSet, _Mapping]]] = ...) -> None: ...
+
+class SimulateRequest(_message.Message):
+    __slots__ = ("observed", "events", "max_passes")
+    OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_PASSES_FIELD_NUMBER: _ClassVar[int]
+    observed: DecideRequest
+    events: _containers.RepeatedCompositeFieldContainer[SimulationEvent]
+    max_passes: int
+    def __init__(self, observed: _Optional[_Union[DecideRequest, _Mapping]] = ..., events: _Optional[_Iterable[_Union[SimulationEvent, _Mapping]]] = ..., max_passes: _Optional[int] = ...) -> None: ...
+
+class SimulationEvent(_message.Message):
+    __slots__ = ("at_seconds", "type", "job", "reason", "message")
+    AT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    at_seconds: int
+    type: SimulationEventType
+    job: str
+    reason: str
+    message: str
+    def __init__(self, at_seconds: _Optional[int] = ..., type: _Optional[_Union[SimulationEventType, str]] = ..., job: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class SimulationStep(_message.Message):
+    __slots__ = ("pass_number", "time", "at_seconds", "events", "plan")
+    PASS_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    AT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    pass_number: int
+    time: str
+    at_seconds: int
+    events: _containers.RepeatedCompositeFieldContainer[SimulationEvent]
+    plan: DecideResponse
+    def __init__(self, pass_number: _Optional[int] = ..., time: _Optional[str] = ..., at_seconds: _Optional[int] = ..., events: _Optional[_Iterable[_Union[SimulationEvent, _Mapping]]] = ..., plan: _Optional[_Union[DecideResponse, _Mapping]] = ...) -> None: ...
+
+class RecreatedJob(_message.Message):
+    __slots__ = ("name", "restart_attempt", "job_restart_attempt")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    JOB_RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    restart_attempt: int
+    job_restart_attempt: int
+    def __init__(self, name: _Optional[str] = ..., restart_attempt: _Optional[int] = ..., job_restart_attempt: _Optional[int] = ...) -> None: ...
+
+class SimulationOutcome(_message.Message):
+    __slots__ = ("terminal_state", "reason", "restarts", "restarts_count_towards_max", "restarts_left", "recreated_jobs", "deleted_jobs", "failure_policy", "summary", "passes", "settled", "end_time", "jobset_deleted", "events_not_applied")
+    TERMINAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_COUNT_TOWARDS_MAX_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    RECREATED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    DELETED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    PASSES_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    JOBSET_DELETED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_NOT_APPLIED_FIELD_NUMBER: _ClassVar[int]
+    terminal_state: str
+    reason: str
+    restarts: int
+    restarts_count_towards_max: int
+    restarts_left: int
+    recreated_jobs: _containers.RepeatedCompositeFieldContainer[RecreatedJob]
+    deleted_jobs: _containers.RepeatedScalarFieldContainer[str]
+    failure_policy: _containers.RepeatedCompositeFieldContainer[FailurePolicyDecision]
+    summary: str
+    passes: int
+    settled: bool
+    end_time: str
+    jobset_deleted: bool
+    events_not_applied: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, terminal_state: _Optional[str] = ..., reason: _Optional[str] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., restarts_left: _Optional[int] = ..., recreated_jobs: _Optional[_Iterable[_Union[RecreatedJob, _Mapping]]] = ..., deleted_jobs: _Optional[_Iterable[str]] = ..., failure_policy: _Optional[_Iterable[_Union[FailurePolicyDecision, _Mapping]]] = ..., summary: _Optional[str] = ..., passes: _Optional[int] = ..., settled: _Optional[bool] = ..., end_time: _Optional[str] = ..., jobset_deleted: _Optional[bool] = ..., events_not_applied: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SimulateResponse(_message.Message):
+    __slots__ = ("steps", "outcome")
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedCompositeFieldContainer[SimulationStep]
+    outcome: SimulationOutcome
+    def __init__(self, steps: _Optional[_Iterable[_Union[SimulationStep, _Mapping]]] = ..., outcome: _Optional[_Union[SimulationOutcome, _Mapping]] = ...) -> None: ...

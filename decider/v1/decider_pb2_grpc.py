@@ -26,7 +26,14 @@ if _version_not_supported:
 
 
 class DeciderStub:
-    """Missing associated documentation comment in .proto file."""
+    """The decider. Every RPC is a pure function of its request: the decider keeps no state, so any
+    replica answers any request alike. Bad input is INVALID_ARGUMENT with a message naming the
+    field; a request or answer over the server's limits is RESOURCE_EXHAUSTED.
+
+    The service keeps its first name, `Decider`, rather than buf's `DeciderService`: gRPC
+    clients, health checks (`grpc.health.v1` service "decider.v1.Decider"), the shim and deployed
+    probes call it by that name, and a rename would break them all on the wire (buf.yaml).
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -54,10 +61,22 @@ class DeciderStub:
                 request_serializer=decider_dot_v1_dot_decider__pb2.PodSetsRequest.SerializeToString,
                 response_deserializer=decider_dot_v1_dot_decider__pb2.PodSetsResponse.FromString,
                 _registered_method=True)
+        self.Simulate = channel.unary_unary(
+                '/decider.v1.Decider/Simulate',
+                request_serializer=decider_dot_v1_dot_decider__pb2.SimulateRequest.SerializeToString,
+                response_deserializer=decider_dot_v1_dot_decider__pb2.SimulateResponse.FromString,
+                _registered_method=True)
 
 
 class DeciderServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The decider. Every RPC is a pure function of its request: the decider keeps no state, so any
+    replica answers any request alike. Bad input is INVALID_ARGUMENT with a message naming the
+    field; a request or answer over the server's limits is RESOURCE_EXHAUSTED.
+
+    The service keeps its first name, `Decider`, rather than buf's `DeciderService`: gRPC
+    clients, health checks (`grpc.health.v1` service "decider.v1.Decider"), the shim and deployed
+    probes call it by that name, and a rename would break them all on the wire (buf.yaml).
+    """
 
     def Decide(self, request, context):
         """One reconcile pass of a JobSet: given what is observed, which actions and which status.
@@ -82,7 +101,17 @@ class DeciderServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PodSets(self, request, context):
-        """Kueue's pod sets of a Job or JobSet, next to the gang minCount that covers each.
+        """Kueue's pod sets of a Job or JobSet (counts, per-pod resource requests, node selectors,
+        tolerations, topology requests), next to the gang minCount that covers each.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Simulate(self, request, context):
+        """"What if?": Decide passes rolled forward over a model of the cluster under hypothetical
+        events (a Job fails, succeeds, is suspended...), to the outcome: terminal state, restarts
+        left, the Jobs recreated and the failure-policy rule that fired.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -111,6 +140,11 @@ def add_DeciderServicer_to_server(servicer, server):
                     request_deserializer=decider_dot_v1_dot_decider__pb2.PodSetsRequest.FromString,
                     response_serializer=decider_dot_v1_dot_decider__pb2.PodSetsResponse.SerializeToString,
             ),
+            'Simulate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Simulate,
+                    request_deserializer=decider_dot_v1_dot_decider__pb2.SimulateRequest.FromString,
+                    response_serializer=decider_dot_v1_dot_decider__pb2.SimulateResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'decider.v1.Decider', rpc_method_handlers)
@@ -120,7 +154,14 @@ def add_DeciderServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Decider:
-    """Missing associated documentation comment in .proto file."""
+    """The decider. Every RPC is a pure function of its request: the decider keeps no state, so any
+    replica answers any request alike. Bad input is INVALID_ARGUMENT with a message naming the
+    field; a request or answer over the server's limits is RESOURCE_EXHAUSTED.
+
+    The service keeps its first name, `Decider`, rather than buf's `DeciderService`: gRPC
+    clients, health checks (`grpc.health.v1` service "decider.v1.Decider"), the shim and deployed
+    probes call it by that name, and a rename would break them all on the wire (buf.yaml).
+    """
 
     @staticmethod
     def Decide(request,
@@ -220,6 +261,33 @@ class Decider:
             '/decider.v1.Decider/PodSets',
             decider_dot_v1_dot_decider__pb2.PodSetsRequest.SerializeToString,
             decider_dot_v1_dot_decider__pb2.PodSetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Simulate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/decider.v1.Decider/Simulate',
+            decider_dot_v1_dot_decider__pb2.SimulateRequest.SerializeToString,
+            decider_dot_v1_dot_decider__pb2.SimulateResponse.FromString,
             options,
             channel_credentials,
             insecure,

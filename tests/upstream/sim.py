@@ -63,15 +63,20 @@ class World:
 
     # ---- one pass -------------------------------------------------------------------------
     def decide(self) -> Plan:
+        """One pass, asked both ways: with the client's typed summaries and with every object
+        sent whole (observed_json). The answers must be the same bytes; every upstream table
+        that runs through a World checks it at every pass."""
         owned = [*self.jobs.values(), *self.others.values(), *self.pods]
-        req = observe.build_decide_request(
-            copy.deepcopy(self.jobset),
-            owned,
-            self.now,
-            controller_name=self.controller,
-            feature_gates=self.gates,
-        )
-        return decide(convert.observed_from_proto(req))
+        args = (copy.deepcopy(self.jobset), owned, self.now)
+        kwargs = {"controller_name": self.controller, "feature_gates": self.gates}
+        typed = observe.build_decide_request(*args, **kwargs)
+        raw = observe.build_raw_decide_request(*args, **kwargs)
+        assert not raw.jobs and len(raw.observed_json) == len(owned)
+        plan = decide(convert.observed_from_proto(typed))
+        raw_answer = convert.decide_response(raw).SerializeToString(deterministic=True)
+        typed_answer = convert.decide_response(typed).SerializeToString(deterministic=True)
+        assert raw_answer == typed_answer, "raw objects and typed summaries decided differently"
+        return plan
 
     def step(self) -> Plan:
         plan = self.decide()

@@ -47,6 +47,10 @@ class DeciderClient:
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.PodSetsResponse:
         return self._stub.PodSets(request, timeout=timeout or self.timeout, metadata=metadata)
 
+    def simulate(self, request: pb.SimulateRequest, *, timeout: float | None = None,
+                 metadata: Sequence[tuple[str, str]] | None = None) -> pb.SimulateResponse:
+        return self._stub.Simulate(request, timeout=timeout or self.timeout, metadata=metadata)
+
     def close(self) -> None:
         self._channel.close()
 

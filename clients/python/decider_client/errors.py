@@ -1,12 +1,11 @@
-"""Errors of the client side: what it could not read, with the field that was wrong."""
+"""Errors of the client side: what it could not read, with the field that was wrong.
+
+ObservationError lives with the shared summarizer (decider.summarize), which raises it for the
+client and the server alike; it is re-exported here, where clients have always found it.
+"""
 
 from __future__ import annotations
 
+from decider.summarize import ObservationError
 
-class ObservationError(ValueError):
-    """An object could not be turned into a request; `field` names where."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+__all__ = ["ObservationError"]

@@ -30,6 +30,16 @@ ACTION_NAMES = {
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
 }
 ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
+SIMULATION_EVENT_NAMES = {
+    pb.SIMULATION_EVENT_TYPE_JOB_FAILED: "JobFailed",
+    pb.SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: "JobSucceeded",
+    pb.SIMULATION_EVENT_TYPE_JOB_READY: "JobReady",
+    pb.SIMULATION_EVENT_TYPE_JOB_SUSPENDED: "JobSuspended",
+    pb.SIMULATION_EVENT_TYPE_JOB_RESUMED: "JobResumed",
+    pb.SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: "JobSetSuspended",
+    pb.SIMULATION_EVENT_TYPE_JOBSET_RESUMED: "JobSetResumed",
+}
+SIMULATION_EVENT_TYPES = {name: value for value, name in SIMULATION_EVENT_NAMES.items()}
 
 
 def condition_to_dict(cond: pb.Condition) -> dict[str, Any]:
@@ -88,13 +98,22 @@ def action_to_dict(action: pb.Action) -> dict[str, Any]:
     return out
 
 
+def failure_policy_to_dict(decision: pb.FailurePolicyDecision) -> dict[str, Any]:
+    return {"job": decision.job, "reason": decision.reason, "message": decision.message,
+            "rule": decision.rule, "action": decision.action}
+
+
 def plan_to_dict(response: pb.DecideResponse) -> dict[str, Any]:
-    return {
+    out = {
         "actions": [action_to_dict(a) for a in response.actions],
         "status": status_to_dict(response.status),
         "requeueAfterSeconds": response.requeue_after_seconds,
         "explanation": list(response.explanation),
     }
+    # Only when the failure policy applied: plans of every other pass print as they always did.
+    if response.HasField("failure_policy"):
+        out["failurePolicy"] = failure_policy_to_dict(response.failure_policy)
+    return out
 
 
 def validation_to_dict(response: pb.ValidateResponse) -> dict[str, Any]:
@@ -144,8 +163,84 @@ def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
         sets.append({"name": ps.name, "count": ps.count,
                      "replicatedJob": ps.replicated_job if ps.HasField("replicated_job")
                      else None,
-                     "gang": gang, "warnings": list(ps.warnings)})
+                     "gang": gang, "warnings": list(ps.warnings),
+                     # Sorted: a proto map has no order, and the bytes must not depend on the
+                     # transport.
+                     "podRequests": dict(sorted(ps.pod_requests.items())),
+                     "totalRequests": dict(sorted(ps.total_requests.items())),
+                     "nodeSelector": dict(sorted(ps.node_selector.items())),
+                     "tolerations": [toleration_to_dict(t) for t in ps.tolerations],
+                     "topologyRequest": topology_request_to_dict(ps.topology_request)
+                     if ps.HasField("topology_request") else None})
     return {"podSets": sets}
+
+
+def toleration_to_dict(t: pb.Toleration) -> dict[str, Any]:
+    """A toleration as the pod spec spells it, empty fields left out."""
+    out: dict[str, Any] = {k: v for k, v in (("key", t.key), ("operator", t.operator),
+                                             ("value", t.value), ("effect", t.effect)) if v}
+    if t.HasField("toleration_seconds"):
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+_TOPOLOGY_KEYS = (("required", "required"), ("preferred", "preferred"),
+                  ("unconstrained", "unconstrained"), ("podIndexLabel", "pod_index_label"),
+                  ("subGroupIndexLabel", "sub_group_index_label"),
+                  ("subGroupCount", "sub_group_count"), ("podSetGroupName", "pod_set_group_name"),
+                  ("podSetSliceRequiredTopology", "pod_set_slice_required_topology"),
+                  ("podSetSliceSize", "pod_set_slice_size"))
+
+
+def topology_request_to_dict(req: pb.PodSetTopologyRequest) -> dict[str, Any]:
+    """Kueue's PodSetTopologyRequest, its fields in Kueue's order, unset ones left out."""
+    return {key: getattr(req, attr) for key, attr in _TOPOLOGY_KEYS if req.HasField(attr)}
+
+
+def simulation_event_to_dict(event: pb.SimulationEvent) -> dict[str, Any]:
+    out: dict[str, Any] = {"at": event.at_seconds,
+                           "type": SIMULATION_EVENT_NAMES.get(event.type, "Unspecified")}
+    if event.job:
+        out["job"] = event.job
+    if event.type == pb.SIMULATION_EVENT_TYPE_JOB_FAILED:
+        out["reason"] = event.reason or "BackoffLimitExceeded"
+        out["message"] = event.message
+    return out
+
+
+def outcome_to_dict(outcome: pb.SimulationOutcome) -> dict[str, Any]:
+    """The outcome, its counters spelled as the JobSet status spells them."""
+    recreated = []
+    for job in outcome.recreated_jobs:
+        entry: dict[str, Any] = {"name": job.name, "restartAttempt": job.restart_attempt}
+        if job.HasField("job_restart_attempt"):
+            entry["jobRestartAttempt"] = job.job_restart_attempt
+        recreated.append(entry)
+    return {
+        "terminalState": outcome.terminal_state,
+        "reason": outcome.reason,
+        "restarts": outcome.restarts,
+        "restartsCountTowardsMax": outcome.restarts_count_towards_max,
+        "restartsLeft": outcome.restarts_left,
+        "recreatedJobs": recreated,
+        "deletedJobs": list(outcome.deleted_jobs),
+        "failurePolicy": [failure_policy_to_dict(d) for d in outcome.failure_policy],
+        "summary": outcome.summary,
+        "passes": outcome.passes,
+        "settled": outcome.settled,
+        "endTime": outcome.end_time,
+        "jobSetDeleted": outcome.jobset_deleted,
+        "eventsNotApplied": list(outcome.events_not_applied),
+    }
+
+
+def simulation_to_dict(response: pb.SimulateResponse) -> dict[str, Any]:
+    return {
+        "steps": [{"pass": s.pass_number, "time": s.time, "at": s.at_seconds,
+                   "events": [simulation_event_to_dict(e) for e in s.events],
+                   "plan": plan_to_dict(s.plan)} for s in response.steps],
+        "outcome": outcome_to_dict(response.outcome),
+    }
 
 
 def dumps(data: Any, fmt: str = "json") -> str:

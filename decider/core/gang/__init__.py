@@ -12,10 +12,10 @@ from decider.core.gang.plan import (
     TARGETS,
     jobset_gang,
     plan_gang,
-    pod_sets,
     validate_job_update,
     validate_jobset_scheduling,
 )
+from decider.core.gang.pod_sets import pod_sets
 from decider.core.gang.targets import GangTarget, register
 
 __all__ = [

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decider.core.errors import FieldError, InvalidInput
+from decider.core.model import Toleration
 
 
 @dataclass
@@ -127,6 +128,13 @@ class PodSetInfo:
     gang_min_count: int | None
     gang_pod_sets: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    # What Kueue reads from the pod template (gang.kueue): one pod's requests in Kueue's
+    # integers (millicores for cpu), times count, node selector, tolerations, topology request.
+    pod_requests: dict[str, int] = field(default_factory=dict)
+    total_requests: dict[str, int] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    topology_request: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,6 +150,11 @@ class PodSetInfo:
                 "podSets": list(self.gang_pod_sets),
             },
             "warnings": list(self.warnings),
+            "podRequests": dict(self.pod_requests),
+            "totalRequests": dict(self.total_requests),
+            "nodeSelector": dict(self.node_selector),
+            "tolerations": [t.to_dict() for t in self.tolerations],
+            "topologyRequest": self.topology_request,
         }
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from decider.core import access as acc
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import job as jobrules
 from decider.core.gang import jobset as jsrules
-from decider.core.gang.model import GangPlan, Group, OwnershipConflict, PodSetInfo
+from decider.core.gang.model import GangPlan, OwnershipConflict
 from decider.core.gang.targets import V1ALPHA1, V1ALPHA2, V1BETA1, GangTarget, lookup, registered
 
 
@@ -39,9 +39,6 @@ API_VERSIONS: tuple[str, ...] = tuple(_GENERATIONS)
 NEWEST = V1BETA1
 KUBERNETES = "kubernetes"
 TARGETS: tuple[str, ...] = (KUBERNETES, *(k for k in registered() if k not in _GENERATIONS))
-
-KUEUE_MAX_POD_SETS = 18
-
 
 def generation(api_version: str) -> Generation:
     try:
@@ -79,7 +76,8 @@ def _existing(existing: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _kind(obj: Any) -> str:
+def kind_of(obj: Any) -> str:
+    """'Job' or 'JobSet'; InvalidInput at `kind` for anything else."""
     obj = acc.as_map(obj, "")
     kind = acc.string(obj, "kind", "")
     if kind not in ("Job", "JobSet"):
@@ -94,7 +92,7 @@ def plan_gang(
     target: str = KUBERNETES,
 ) -> GangPlan:
     """Objects to create (in order) and pod-template patches so that ``obj`` is gang scheduled."""
-    kind = _kind(obj)
+    kind = kind_of(obj)
     gen, native, renderer = resolve_target(target, api_version)
     found = _existing(existing)
     if kind == "Job":
@@ -269,92 +267,6 @@ def jobset_gang(
         else:
             say(f"{desired['kind']} {name} exists and is controlled by the JobSet: kept")
     return plan
-
-
-def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]:
-    """Pod sets as Kueue counts them, next to the gang minCount that covers each."""
-    kind = _kind(obj)
-    gen, native, _ = resolve_target(KUBERNETES, api_version)
-    if kind == "Job":
-        f = jobrules.read_job(obj, need_identity=False)
-        parallelism = 1 if f.parallelism is None else f.parallelism
-        count = parallelism if f.completions is None else min(parallelism, f.completions)
-        probe = copy.deepcopy(obj)
-        probe.pop("status", None)  # the gang shape does not depend on progress
-        # Pod sets need no identity; give the probe one so the name hashes can run.
-        meta = dict(probe.get("metadata") or {})
-        meta["name"] = meta.get("name") or "job"
-        meta["uid"] = meta.get("uid") or "pod-sets-probe"
-        probe["metadata"] = meta
-        groups = jobrules.plan_job(probe, [], gen.job_rules, native, native).groups
-        return [_pod_set("main", count, None, groups[0] if groups else None, ["main"])]
-    f = jsrules.read_jobset(obj, need_identity=False)
-    result = jsrules.design_jobset(f, gen.jobset_naming)
-    groups = result.design.groups if result.design else []
-    out = []
-    for r in f.rjobs:
-        count = _kueue_count(r)
-        mine = [g for g in groups if r.name in g.rjobs]
-        group = mine[0] if mine else None
-        extra: list[str] = []
-        if len(mine) > 1:
-            extra.append(
-                f"replicatedJob {r.name} has one gang per Job: {len(mine)} gangs of "
-                f"{group.min_count if group else None}"
-            )
-        sets = [x.lower() for x in group.rjobs] if group else []
-        out.append(_pod_set(r.name.lower(), count, r.name, group, sets, extra, f, len(mine)))
-    if len(out) > KUEUE_MAX_POD_SETS:
-        out = [
-            replace(p, warnings=(*p.warnings, f"TooManyPodSets: Kueue allows {KUEUE_MAX_POD_SETS}"))
-            for p in out
-        ]
-    return out
-
-
-def _kueue_count(r: jsrules.RJob) -> int:
-    """Kueue's PodSet count: replicas x min(parallelism, completions), saturating at int32."""
-    per_job = r.parallelism if r.completions is None else min(r.parallelism, r.completions)
-    return min(2**31 - 1, r.replicas * per_job)
-
-
-def _pod_set(
-    name: str,
-    count: int,
-    rjob: str | None,
-    group: Group | None,
-    sets: list[str],
-    extra: list[str] | None = None,
-    f: jsrules.JobSetFacts | None = None,
-    gangs: int = 1,
-) -> PodSetInfo:
-    warnings = list(extra or [])
-    if group is not None and group.min_count is not None:
-        if f is not None and len(group.rjobs) > 1:
-            kueue = sum(_kueue_count(r) for r in f.rjobs if r.name in group.rjobs)
-            scope = f"pod sets {', '.join(sets)} together count {kueue}"
-        elif gangs > 1:
-            kueue, scope = (
-                count // max(1, gangs),
-                f"each Job of pod set {name} counts {count // max(1, gangs)}",
-            )
-        else:
-            kueue, scope = count, f"pod set {name} counts {count}"
-        if kueue != group.min_count:
-            warnings.append(
-                f"CountMismatch: {scope} but the gang minCount is {group.min_count}"
-                + (" (completions < parallelism)" if kueue < group.min_count else "")
-            )
-    return PodSetInfo(
-        name=name,
-        count=count,
-        replicated_job=rjob,
-        gang_podgroup=group.podgroup if group else None,
-        gang_template=group.template if group else None,
-        gang_min_count=group.min_count if group else None,
-        gang_pod_sets=tuple(sets),
-        warnings=tuple(warnings),
-    )
 
 
 def validate_job_update(

@@ -1,0 +1,224 @@
+// Types of @jobset-decider/client. Field meanings: proto/decider/v1/decider.proto, documented
+// field by field. Names are lowerCamelCase, enums their names, int64 values decimal strings.
+import type { ChannelCredentials, status as grpcStatus, credentials as grpcCredentials } from '@grpc/grpc-js';
+
+/** int64 fields travel as decimal strings: quota totals may exceed 2^53. */
+export type Int64 = string;
+
+export interface Timestamp { seconds: Int64; nanos: number; }
+
+export interface Options {
+  controllerName?: string;
+  featureGates?: Record<string, boolean>;
+  gangApiVersion?: string;
+  gangTarget?: string;
+}
+
+export interface Condition {
+  type: string; status: string; reason: string; message: string; lastTransitionTime: string;
+}
+
+export interface Toleration {
+  key: string; operator: string; value: string; effect: string; tolerationSeconds?: Int64;
+}
+
+export interface PodTemplateSummary {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  nodeSelector?: Record<string, string>;
+  tolerations?: Toleration[];
+  schedulingGates?: string[];
+}
+
+/** A child Job summarized by the caller; send `observedJson` instead to skip summarizing. */
+export interface ObservedJob {
+  name: string; uid?: string; controllerUid?: string;
+  labels?: Record<string, string>; annotations?: Record<string, string>;
+  suspend?: boolean; parallelism?: number; completions?: number;
+  active?: number; ready?: number; succeeded?: number; failed?: number;
+  conditions?: Condition[];
+  creationTimestamp?: string; deletionTimestamp?: string; startTime?: string;
+  podTemplate?: PodTemplateSummary; resourceVersion?: string;
+}
+
+export interface ObservedObject {
+  apiVersion: string; kind: string; name: string; uid?: string; controllerUid?: string;
+  objectJson?: string;
+}
+
+export interface ObservedPod {
+  name: string; phase?: string; annotations?: Record<string, string>;
+  maxContainerRestarts?: number;
+}
+
+export interface DecideRequest {
+  jobsetJson: string;
+  jobs?: ObservedJob[];
+  objects?: ObservedObject[];
+  pods?: ObservedPod[];
+  now: Timestamp;
+  options?: Options;
+  /** Jobs, Pods, Services, PVCs, Workloads, PodGroups as the API server serves them (JSON). */
+  observedJson?: string[];
+}
+
+export type ActionType =
+  | 'ACTION_TYPE_CREATE_JOB' | 'ACTION_TYPE_DELETE_JOB' | 'ACTION_TYPE_SUSPEND_JOB'
+  | 'ACTION_TYPE_RESUME_JOB' | 'ACTION_TYPE_PATCH_JOB' | 'ACTION_TYPE_CREATE_SERVICE'
+  | 'ACTION_TYPE_CREATE_PVC' | 'ACTION_TYPE_CREATE_WORKLOAD' | 'ACTION_TYPE_CREATE_POD_GROUP'
+  | 'ACTION_TYPE_DELETE_WORKLOAD' | 'ACTION_TYPE_DELETE_POD_GROUP' | 'ACTION_TYPE_UPDATE_STATUS'
+  | 'ACTION_TYPE_DELETE_JOB_SET' | 'ACTION_TYPE_EVENT' | 'ACTION_TYPE_PATCH_WORKLOAD'
+  | 'ACTION_TYPE_PATCH_POD_GROUP';
+
+export interface Action {
+  type: ActionType; name: string; namespace: string; apiVersion: string; kind: string;
+  uid: string; objectJson: string; patchJson: string; clearStartTime: boolean;
+  propagationPolicy: string; reason: string;
+  event: { type: string; reason: string; message: string } | null;
+}
+
+export interface ReplicatedJobStatus {
+  name: string; ready: number; succeeded: number; failed: number; active: number;
+  suspended: number; jobRestarts: number[]; jobRestartsCountTowardsMax: number[];
+}
+
+export interface JobSetStatus {
+  conditions: Condition[]; restarts: number; restartsCountTowardsMax: number;
+  terminalState: string; replicatedJobsStatus: ReplicatedJobStatus[];
+  previousInPlaceRestartAttempt?: number; currentInPlaceRestartAttempt?: number;
+}
+
+export interface FailurePolicyDecision {
+  job: string; reason: string; message: string; rule: string; action: string;
+}
+
+export interface DecideResponse {
+  actions: Action[]; status: JobSetStatus; requeueAfterSeconds: Int64;
+  explanation: string[]; resourceVersion: string;
+  failurePolicy: FailurePolicyDecision | null;
+}
+
+export interface ValidateRequest {
+  objectJson: string; oldObjectJson?: string; options?: Options; objects?: ObservedObject[];
+}
+export interface ValidateResponse {
+  valid: boolean; errors: { field: string; message: string }[]; objectJson: string;
+}
+
+export interface PlanGangRequest { objectJson: string; objects?: ObservedObject[]; options?: Options; }
+export interface ObjectRef { apiVersion: string; kind: string; name: string; uid: string; }
+export interface PlanGangResponse {
+  objectsJson: string[];
+  podTemplatePatches: { jobName: string; patchJson: string }[];
+  explanation: string[]; warnings: string[];
+  jobAnnotations: { jobName: string; annotations: Record<string, string> }[];
+  updates: { object: ObjectRef; patchType: string; patchJson: string }[];
+  deletes: ObjectRef[]; mode: string;
+}
+
+export interface PodSetsRequest { objectJson: string; options?: Options; }
+export interface PodSetTopologyRequest {
+  required?: string; preferred?: string; unconstrained?: boolean; podIndexLabel?: string;
+  subGroupIndexLabel?: string; subGroupCount?: number; podSetGroupName?: string;
+  podSetSliceRequiredTopology?: string; podSetSliceSize?: number;
+}
+export interface PodSet {
+  name: string; count: Int64; replicatedJob?: string;
+  gang: { podGroup: string; template: string; minCount?: Int64; podSets: string[] } | null;
+  warnings: string[];
+  /** One pod's requests: millicores for cpu, whole units (bytes for memory) otherwise. */
+  podRequests: Record<string, Int64>;
+  totalRequests: Record<string, Int64>;
+  nodeSelector: Record<string, string>;
+  tolerations: Toleration[];
+  topologyRequest: PodSetTopologyRequest | null;
+}
+export interface PodSetsResponse { podSets: PodSet[]; }
+
+export type SimulationEventType =
+  | 'SIMULATION_EVENT_TYPE_JOB_FAILED' | 'SIMULATION_EVENT_TYPE_JOB_SUCCEEDED'
+  | 'SIMULATION_EVENT_TYPE_JOB_READY' | 'SIMULATION_EVENT_TYPE_JOB_SUSPENDED'
+  | 'SIMULATION_EVENT_TYPE_JOB_RESUMED' | 'SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED'
+  | 'SIMULATION_EVENT_TYPE_JOBSET_RESUMED';
+
+export interface SimulationEvent {
+  atSeconds: Int64; type: SimulationEventType; job: string; reason: string; message: string;
+}
+export interface SimulateRequest {
+  observed: DecideRequest; events?: SimulationEvent[]; maxPasses?: number;
+}
+export interface SimulationStep {
+  passNumber: number; time: string; atSeconds: Int64; events: SimulationEvent[];
+  plan: DecideResponse;
+}
+export interface SimulationOutcome {
+  terminalState: string; reason: string; restarts: number; restartsCountTowardsMax: number;
+  restartsLeft: number;
+  recreatedJobs: { name: string; restartAttempt: number; jobRestartAttempt?: number }[];
+  deletedJobs: string[]; failurePolicy: FailurePolicyDecision[]; summary: string;
+  passes: number; settled: boolean; endTime: string; jobsetDeleted: boolean;
+  eventsNotApplied: string[];
+}
+export interface SimulateResponse { steps: SimulationStep[]; outcome: SimulationOutcome; }
+
+export interface ClientOptions {
+  /** Default deadline of every call, in milliseconds (5000). */
+  deadlineMs?: number;
+  /** TLS: grpc.credentials.createSsl(...); plaintext by default. */
+  credentials?: ChannelCredentials;
+  maxMessageBytes?: number;
+  channelOptions?: Record<string, unknown>;
+}
+
+export interface CallOptions {
+  /** This call's deadline in milliseconds from now (the client's default otherwise). */
+  deadlineMs?: number;
+  /** gRPC metadata, e.g. { traceparent: '00-...' }. */
+  metadata?: Record<string, string>;
+}
+
+export declare class DeciderClient {
+  constructor(target: string, opts?: ClientOptions);
+  readonly deadlineMs: number;
+  decide(request: DecideRequest, opts?: CallOptions): Promise<DecideResponse>;
+  validate(request: ValidateRequest, opts?: CallOptions): Promise<ValidateResponse>;
+  planGang(request: PlanGangRequest, opts?: CallOptions): Promise<PlanGangResponse>;
+  podSets(request: PodSetsRequest, opts?: CallOptions): Promise<PodSetsResponse>;
+  simulate(request: SimulateRequest, opts?: CallOptions): Promise<SimulateResponse>;
+  close(): void;
+}
+
+/** Kubernetes objects are plain JSON values; strings are sent as they are. */
+export type KubeObject = Record<string, unknown> | string;
+
+export interface DecideInput {
+  jobset: KubeObject;
+  /** Everything watched around the JobSet, as served: Jobs, Pods, Service, PVCs, ... */
+  observed?: KubeObject[];
+  /** Default: now. */
+  now?: Date | string;
+  options?: Options;
+}
+
+export interface SimEvent {
+  type: 'JobFailed' | 'JobSucceeded' | 'JobReady' | 'JobSuspended' | 'JobResumed'
+    | 'JobSetSuspended' | 'JobSetResumed' | SimulationEventType;
+  /** Seconds after `now` (default 0). */
+  at?: number;
+  job?: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface SimulateInput extends DecideInput {
+  events?: SimEvent[];
+  maxPasses?: number;
+}
+
+export declare function decideRequest(input: DecideInput): DecideRequest;
+export declare function simulateRequest(input: SimulateInput): SimulateRequest;
+export declare function timestamp(when: Date | string): Timestamp;
+export declare function protoRoot(): string;
+export declare const EVENT_TYPES: Record<string, SimulationEventType>;
+export declare const status: typeof grpcStatus;
+export declare const credentials: typeof grpcCredentials;

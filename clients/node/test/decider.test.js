@@ -1,0 +1,232 @@
+'use strict';
+// Every RPC of a real decider (`python -m decider.cli serve`) called from Node. The server is
+// the repository's: DECIDER_PYTHON names its interpreter (default: the repository's .venv).
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const {
+  DeciderClient, decideRequest, simulateRequest, timestamp, status,
+} = require('..');
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+const PYTHON = process.env.DECIDER_PYTHON || path.join(ROOT, '.venv', 'bin', 'python');
+const NOW = '2026-01-01T00:00:00Z';
+const UID = 'js-uid-1';
+
+let server;
+let client;
+
+before(async () => {
+  server = spawn(PYTHON, ['-m', 'decider.cli', 'serve', '--host', '127.0.0.1', '--port', '0',
+    '--drain-delay', '0', '--workers', '1'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  server.stderr.on('data', (chunk) => { stderr += chunk; });
+  const first = await new Promise((resolve, reject) => {
+    const lines = readline.createInterface({ input: server.stdout });
+    lines.once('line', resolve);
+    server.once('exit', (code) => reject(new Error(`decider exited (${code}): ${stderr}`)));
+  });
+  // "decider: serving decider.v1.Decider on HOST:PORT": the last word is the address.
+  const match = /^decider: serving decider\.v1\.Decider on (\S+)$/.exec(first);
+  assert.ok(match, `unexpected first line: ${first}`);
+  client = new DeciderClient(match[1], { deadlineMs: 20000 });
+});
+
+after(async () => {
+  client?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    server.kill('SIGTERM');
+    await exited;
+  }
+});
+
+function rjob(name, replicas, parallelism = 1, podSpec = undefined) {
+  return {
+    name, replicas,
+    template: { spec: {
+      parallelism, completions: parallelism, completionMode: 'Indexed',
+      template: { spec: podSpec ?? { restartPolicy: 'OnFailure',
+        containers: [{ name: 'main', image: 'busybox' }] } },
+    } },
+  };
+}
+
+function jobset(spec = {}, status = undefined) {
+  const js = {
+    apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet',
+    metadata: { name: 'trainer', namespace: 'default', uid: UID, resourceVersion: '7' },
+    spec: { replicatedJobs: [rjob('leader', 1), rjob('workers', 2)], ...spec },
+  };
+  if (status) js.status = status;
+  return js;
+}
+
+const FAILURE_POLICY = {
+  maxRestarts: 2,
+  rules: [{ name: 'no-retry', action: 'FailJobSet', onJobFailureReasons: ['PodFailurePolicy'] }],
+};
+
+// A child Job exactly as the API server serves it: the client forwards it, nothing more.
+function childJob(rjobName, index, attempt, extraStatus = {}) {
+  return {
+    apiVersion: 'batch/v1', kind: 'Job',
+    metadata: {
+      name: `trainer-${rjobName}-${index}`, namespace: 'default',
+      uid: `uid-${rjobName}-${index}`, resourceVersion: '5',
+      creationTimestamp: '2025-12-31T23:00:00Z',
+      labels: {
+        'jobset.sigs.k8s.io/jobset-name': 'trainer',
+        'jobset.sigs.k8s.io/replicatedjob-name': rjobName,
+        'jobset.sigs.k8s.io/job-index': String(index),
+        'jobset.sigs.k8s.io/restart-attempt': String(attempt),
+      },
+      ownerReferences: [{ apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet',
+        name: 'trainer', uid: UID, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: { parallelism: 1, completions: 1, suspend: false,
+      template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+    status: { active: 1, ready: 1, startTime: '2025-12-31T23:00:05Z', ...extraStatus },
+  };
+}
+
+const SERVICE = { apiVersion: 'v1', kind: 'Service',
+  metadata: { name: 'trainer', namespace: 'default', uid: 'svc-uid' } };
+
+function running(attempt, failed = {}) {
+  return [childJob('leader', 0, attempt), childJob('workers', 0, attempt),
+    childJob('workers', 1, attempt, failed), SERVICE];
+}
+
+test('Decide on a new JobSet creates the Service and every Job', async () => {
+  const plan = await client.decide(decideRequest({ jobset: jobset(), now: NOW }));
+  const creates = plan.actions.filter((a) => a.type === 'ACTION_TYPE_CREATE_JOB').map((a) => a.name);
+  assert.deepEqual(creates, ['trainer-leader-0', 'trainer-workers-0', 'trainer-workers-1']);
+  assert.ok(plan.actions.some((a) => a.type === 'ACTION_TYPE_CREATE_SERVICE'));
+  const worker = JSON.parse(plan.actions.find((a) => a.name === 'trainer-workers-1').objectJson);
+  assert.equal(worker.metadata.labels['jobset.sigs.k8s.io/restart-attempt'], '0');
+  assert.equal(plan.requeueAfterSeconds, '0');
+  assert.equal(plan.failurePolicy, null);
+});
+
+test('Decide with raw Kubernetes objects applies the failure policy', async () => {
+  const failed = { active: 0, ready: 0, failed: 1, conditions: [
+    { type: 'FailureTarget', status: 'True', reason: 'PodFailurePolicy', message: 'evicted',
+      lastTransitionTime: '2025-12-31T23:30:00Z' },
+    { type: 'Failed', status: 'True', reason: 'PodFailurePolicy', message: 'evicted',
+      lastTransitionTime: '2025-12-31T23:30:00Z' }] };
+  const plan = await client.decide(decideRequest({
+    jobset: jobset({ failurePolicy: FAILURE_POLICY }, { restarts: 1, restartsCountTowardsMax: 1 }),
+    observed: running(1, failed),
+    now: new Date(NOW),
+  }));
+  assert.equal(plan.status.terminalState, 'Failed');
+  assert.deepEqual(plan.failurePolicy, { job: 'trainer-workers-1', reason: 'PodFailurePolicy',
+    message: 'evicted', rule: 'no-retry', action: 'FailJobSet' });
+});
+
+test('Decide refuses a malformed raw object, naming it', async () => {
+  const bad = childJob('workers', 0, 0);
+  bad.metadata.labels.x = 1;
+  await assert.rejects(
+    client.decide(decideRequest({ jobset: jobset(), observed: [bad], now: NOW })),
+    (err) => err.code === status.INVALID_ARGUMENT
+      && err.details.startsWith('observed_json[0].metadata.labels[x]: must be a string'));
+});
+
+test('a passed deadline is DEADLINE_EXCEEDED', async () => {
+  await assert.rejects(
+    client.decide(decideRequest({ jobset: jobset(), now: NOW }), { deadlineMs: -1 }),
+    (err) => err.code === status.DEADLINE_EXCEEDED);
+});
+
+test('Validate defaults a JobSet and refuses a duplicate replicated Job', async () => {
+  const ok = await client.validate({ objectJson: JSON.stringify(jobset()) });
+  assert.equal(ok.valid, true);
+  assert.equal(JSON.parse(ok.objectJson).spec.successPolicy.operator, 'All');
+  const dup = jobset({ replicatedJobs: [rjob('a', 1), rjob('a', 1)] });
+  const bad = await client.validate({ objectJson: JSON.stringify(dup) });
+  assert.equal(bad.valid, false);
+  assert.equal(bad.errors[0].field, 'spec.replicatedJobs[1].name');
+});
+
+test('PlanGang builds the Workload and PodGroups of a gang JobSet', async () => {
+  const js = jobset();
+  js.metadata.annotations = { 'jobset-decider.io/gang-policy': 'JobSetGangPerReplicatedJob' };
+  const plan = await client.planGang({ objectJson: JSON.stringify(js),
+    options: { gangApiVersion: 'scheduling.k8s.io/v1beta1' } });
+  const kinds = plan.objectsJson.map((o) => JSON.parse(o).kind);
+  assert.equal(kinds[0], 'Workload');
+  assert.ok(kinds.slice(1).every((k) => k === 'PodGroup') && kinds.length > 1, kinds.join());
+  assert.equal(plan.podTemplatePatches.length, 3);
+});
+
+test('PodSets carries counts, requests and the topology request', async () => {
+  const js = jobset({ replicatedJobs: [rjob('workers', 2, 3, {
+    containers: [{ name: 'c', image: 'i', resources: { requests: { cpu: '500m' },
+      limits: { memory: '1Gi', 'nvidia.com/gpu': '1' } } }],
+    nodeSelector: { pool: 'gpu' },
+    tolerations: [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }],
+  })] });
+  js.spec.replicatedJobs[0].template.spec.template.metadata = {
+    annotations: { 'kueue.x-k8s.io/podset-required-topology': 'rack' } };
+  const { podSets } = await client.podSets({ objectJson: JSON.stringify(js) });
+  assert.equal(podSets.length, 1);
+  const [ps] = podSets;
+  assert.equal(ps.name, 'workers');
+  assert.equal(ps.count, '6');
+  assert.deepEqual(ps.podRequests, { cpu: '500', memory: String(2 ** 30), 'nvidia.com/gpu': '1' });
+  assert.deepEqual(ps.totalRequests, { cpu: '3000', memory: String(6 * 2 ** 30),
+    'nvidia.com/gpu': '6' });
+  assert.deepEqual(ps.nodeSelector, { pool: 'gpu' });
+  assert.equal(ps.tolerations[0].key, 'gpu');
+  assert.equal(ps.topologyRequest.required, 'rack');
+  assert.equal(ps.topologyRequest.subGroupCount, 2);
+});
+
+test('Simulate: an unmatched failure spends the last restart; a FailJobSet rule fails at once',
+  async () => {
+    const input = {
+      jobset: jobset({ failurePolicy: FAILURE_POLICY }, { restarts: 1, restartsCountTowardsMax: 1 }),
+      observed: running(1),
+      now: NOW,
+    };
+    const restart = await client.simulate(simulateRequest({
+      ...input, events: [{ type: 'JobFailed', job: 'trainer-workers-1' }] }));
+    const o = restart.outcome;
+    assert.equal(o.terminalState, '');
+    assert.equal(o.restarts, 2);
+    assert.equal(o.restartsLeft, 0);
+    assert.deepEqual(o.recreatedJobs.map((j) => [j.name, j.restartAttempt]), [
+      ['trainer-leader-0', 2], ['trainer-workers-0', 2], ['trainer-workers-1', 2]]);
+    assert.ok(o.settled);
+
+    const twice = await client.simulate(simulateRequest({ ...input, events: [
+      { type: 'JobFailed', job: 'trainer-workers-1' },
+      { type: 'JobFailed', job: 'trainer-workers-0', at: 60 }] }));
+    assert.equal(twice.outcome.terminalState, 'Failed');
+    assert.equal(twice.outcome.reason, 'ReachedMaxRestarts');
+    assert.equal(twice.outcome.endTime, '2026-01-01T00:01:00Z');
+
+    const rule = await client.simulate(simulateRequest({ ...input, events: [
+      { type: 'JobFailed', job: 'trainer-workers-1', reason: 'PodFailurePolicy' }] }));
+    assert.equal(rule.steps[0].plan.status.terminalState, 'Failed');
+    assert.equal(rule.outcome.failurePolicy[0].rule, 'no-retry');
+    assert.match(rule.outcome.summary, /^job trainer-workers-1 fails with PodFailurePolicy: rule no-retry matches, action FailJobSet: the JobSet fails/);
+  });
+
+test('Simulate refuses an event without its Job, naming the field', async () => {
+  await assert.rejects(
+    client.simulate(simulateRequest({ jobset: jobset(), now: NOW,
+      events: [{ type: 'JobFailed' }] })),
+    (err) => err.code === status.INVALID_ARGUMENT && err.details.startsWith('events[0].job:'));
+});
+
+test('timestamp reads Dates and RFC 3339 strings alike', () => {
+  assert.deepEqual(timestamp('2026-01-01T00:00:01.5Z'), { seconds: '1767225601', nanos: 5e8 });
+  assert.deepEqual(timestamp(new Date(0)), { seconds: '0', nanos: 0 });
+  assert.throws(() => timestamp('soon'), TypeError);
+});
