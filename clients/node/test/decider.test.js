@@ -150,7 +150,9 @@ test('Validate defaults a JobSet and refuses a duplicate replicated Job', async 
   const dup = jobset({ replicatedJobs: [rjob('a', 1), rjob('a', 1)] });
   const bad = await client.validate({ objectJson: JSON.stringify(dup) });
   assert.equal(bad.valid, false);
-  assert.equal(bad.errors[0].field, 'spec.replicatedJobs[1].name');
+  // As upstream's list-map validation reports it: at the repeated item, naming its key.
+  assert.equal(bad.errors[0].field, 'spec.replicatedJobs[1]');
+  assert.equal(bad.errors[0].message, 'Duplicate value: {"name":"a"}');
 });
 
 test('PlanGang builds the Workload and PodGroups of a gang JobSet', async () => {
