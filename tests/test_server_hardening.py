@@ -209,7 +209,7 @@ def test_a_request_over_max_decision_seconds_is_stopped_and_named() -> None:
         stub = pb_grpc.DeciderStub(ch)
         (worker,) = srv.pool.worker_pids
         started = time.monotonic()
-        code, details = _code(lambda: stub.Decide(_slow_request(99_999), timeout=60))
+        code, details = _code(lambda: stub.Decide(_slow_request(80_000), timeout=60))
         took = time.monotonic() - started
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "--max-decision-seconds=1" in details and "it was stopped" in details
@@ -240,7 +240,7 @@ def test_a_passed_client_deadline_stops_the_work() -> None:
             grpc.insecure_channel(srv.target, OPTIONS) as ch:
         stub = pb_grpc.DeciderStub(ch)
         (before,) = srv.pool.worker_pids
-        call = stub.Decide.future(_slow_request(99_999), timeout=1.5)
+        call = stub.Decide.future(_slow_request(80_000), timeout=1.5)
         # It reached the worker (a deadline that passes while waiting for one kills nothing).
         deadline = time.monotonic() + 5
         while before not in srv.pool.busy_pids and time.monotonic() < deadline:
