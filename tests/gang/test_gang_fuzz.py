@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from decider.core.errors import InvalidInput
@@ -166,6 +166,11 @@ def _only_invalid_input(fn: Any, *args: Any) -> None:
     found=existing,
     api=st.sampled_from(API_VERSIONS),
     target=st.sampled_from(TARGETS),
+)
+# Found by CI: a null replicated Job reached pod_sets' template lookup as None.
+@example(
+    obj={"kind": "JobSet", "metadata": None, "spec": {"replicatedJobs": [None]}},
+    found=[], api=API_VERSIONS[0], target=TARGETS[0],
 )
 def test_plan_gang_is_total(obj: Any, found: Any, api: str, target: str) -> None:
     _only_invalid_input(plan_gang, obj, found, api, target)

@@ -124,5 +124,7 @@ def _rjob_template(obj: dict[str, Any], index: int) -> dict[str, Any]:
     """The pod template of replicated Job `index` (read_jobset checked the path's shape)."""
     rjob = acc.items(acc.child(obj, "spec", ""), "replicatedJobs", "spec")[index]
     path = f"spec.replicatedJobs[{index}]"
+    # A null entry reads as an empty map, exactly as read_jobset read it.
+    rjob = acc.as_map(rjob, path)
     job_spec = acc.child(acc.child(rjob, "template", path), "spec", f"{path}.template")
     return acc.child(job_spec, "template", f"{path}.template.spec")
