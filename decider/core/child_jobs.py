@@ -10,9 +10,16 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
+
 from decider.core import constants as c
-from decider.core.children import job_restarts
+from decider.core.children import RestartCounters
+from decider.core.job_template import job_template, mounts_volume
 from decider.core.jobset import JobSet, ReplicatedJob
+
+__all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
+           "job_name", "mounts_volume", "owner_reference", "persistent_volume_claims",
+           "pvc_name"]
 
 
 def job_name(js_name: str, rjob_name: str, index: int) -> str:
@@ -39,23 +46,13 @@ class ReplicatedJobBuilder:
     """Builds the Jobs of one replicated Job; what all its Jobs share is computed once."""
 
     def __init__(self, js: JobSet, rjob: ReplicatedJob, status: dict[str, Any],
-                 restart_job_gate: bool) -> None:
+                 restart_counters: RestartCounters | None) -> None:
+        """restart_counters: the status's jobRestarts under the RestartJob gate, else None."""
         self.js = js
         self.rjob = rjob
-        global_offset = 0
-        group_offset = 0
-        group_replicas = 0
-        for other in js.replicated_jobs:
-            if other.name == rjob.name:
-                break
-            global_offset += other.replicas
-            if other.group_name == rjob.group_name:
-                group_offset += other.replicas
-        for other in js.replicated_jobs:
-            if other.group_name == rjob.group_name:
-                group_replicas += other.replicas
-        self.global_offset = global_offset
-        self.group_offset = group_offset
+        placement = js.placement(rjob.name)
+        self.global_offset = placement.global_offset
+        self.group_offset = placement.group_offset
         self.common = {
             c.JOBSET_NAME: js.name,
             c.JOBSET_UID: js.uid,
@@ -64,15 +61,15 @@ class ReplicatedJobBuilder:
             c.REPLICATED_JOB_REPLICAS: str(rjob.replicas),
             c.GLOBAL_REPLICAS: str(js.total_replicas),
             c.GROUP_NAME: rjob.group_name,
-            c.GROUP_REPLICAS: str(group_replicas),
+            c.GROUP_REPLICAS: str(placement.group_replicas),
         }
         if js.coordinator is not None:
             self.common[c.COORDINATOR] = coordinator_endpoint(js)
-        self.job_restarts = (job_restarts(js, status, rjob.name, "jobRestarts")
-                             if restart_job_gate else None)
-        tmeta = rjob.template.get("metadata") or {}
-        self.job_labels = dict(tmeta.get("labels") or {})
-        self.job_annotations = dict(tmeta.get("annotations") or {})
+        self.job_restarts = (restart_counters.of(rjob.name)
+                             if restart_counters is not None else None)
+        self.template = job_template(js.spec, rjob)
+        self.job_labels = self.template.labels
+        self.job_annotations = self.template.annotations
         # Exclusive placement: the JobSet's annotation, overridden by the replicated Job's.
         self.exclusive: dict[str, str] = {}
         for source in (js.annotations, self.job_annotations):
@@ -80,14 +77,23 @@ class ReplicatedJobBuilder:
                 self.exclusive[c.EXCLUSIVE_TOPOLOGY] = source[c.EXCLUSIVE_TOPOLOGY]
                 if c.NODE_SELECTOR_STRATEGY in source:
                     self.exclusive[c.NODE_SELECTOR_STRATEGY] = source[c.NODE_SELECTOR_STRATEGY]
-        # Serialized once: json.loads of a string is several times faster than deepcopy.
-        self.spec_json = json.dumps(_defaulted_spec(rjob.template.get("spec") or {}))
+        self.claims = [(name, pvc_name(js.name, name)) for name in self.template.mounted_claims]
+
+    @property
+    def plain(self) -> bool:
+        """Whether every Job built here is JSON any encoder writes alike (Action.plain_json)."""
+        return self.template.plain
 
     def manifest_floor_bytes(self, index: int) -> int:
         """Bytes the manifest of Job `index` takes on the wire, compact and in UTF-8, as the
         answer writes it. Manifests differ only in their index's digits, so the smallest index
         to be built gives a floor for every one."""
         manifest = self.build(index)
+        if self.plain:
+            try:
+                return len(orjson.dumps(manifest))
+            except TypeError:  # a key or value orjson refuses; json decides
+                pass
         return len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
 
     def _keys(self, index: int, name: str) -> dict[str, str]:
@@ -105,7 +111,7 @@ class ReplicatedJobBuilder:
         js = self.js
         name = job_name(js.name, self.rjob.name, index)
         keys = self._keys(index, name)
-        spec = json.loads(self.spec_json)
+        spec = self.template.copy_spec()
         pod = spec.setdefault("template", {})
         pod_meta = pod.setdefault("metadata", {}) if isinstance(pod, dict) else {}
         pod_spec = pod.setdefault("spec", {})
@@ -126,7 +132,11 @@ class ReplicatedJobBuilder:
         else:
             spec["suspend"] = js.suspend
         if js.volume_claim_policies:
-            _add_volumes(js, pod_spec)
+            volumes = list(pod_spec.get("volumes") or [])
+            volumes.extend({"name": name, "persistentVolumeClaim": {"claimName": claim}}
+                           for name, claim in self.claims)
+            if volumes:
+                pod_spec["volumes"] = volumes
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -141,49 +151,8 @@ class ReplicatedJobBuilder:
         }
 
 
-def _defaulted_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The webhook's template defaults, for JobSets that reached us without the webhook."""
-    out = dict(spec)
-    out.setdefault("completionMode", "Indexed")
-    pod = dict(out.get("template") or {})
-    pod_spec = dict(pod.get("spec") or {})
-    if not pod_spec.get("restartPolicy"):
-        pod_spec["restartPolicy"] = "OnFailure"
-    pod["spec"] = pod_spec
-    out["template"] = pod
-    return out
-
-
 def pvc_name(js_name: str, template_name: str) -> str:
     return f"{template_name}-{js_name}"
-
-
-def mounts_volume(pod_spec: Any, volume: str) -> bool:
-    """Whether a container or init container of the pod mounts `volume` (upstream
-    hasVolumeMount). Admission asks it of unchecked input too, so anything malformed is simply
-    no mount."""
-    if not isinstance(pod_spec, dict):
-        return False
-    for key in ("containers", "initContainers"):
-        containers = pod_spec.get(key)
-        for container in containers if isinstance(containers, list) else ():
-            mounts = container.get("volumeMounts") if isinstance(container, dict) else None
-            for mount in mounts if isinstance(mounts, list) else ():
-                if isinstance(mount, dict) and mount.get("name") == volume:
-                    return True
-    return False
-
-
-def _add_volumes(js: JobSet, pod_spec: dict[str, Any]) -> None:
-    volumes = list(pod_spec.get("volumes") or [])
-    for policy in js.volume_claim_policies:
-        for template in policy.get("templates") or ():
-            name = ((template or {}).get("metadata") or {}).get("name", "")
-            if name and mounts_volume(pod_spec, name):
-                volumes.append({"name": name, "persistentVolumeClaim": {
-                    "claimName": pvc_name(js.name, name)}})
-    if volumes:
-        pod_spec["volumes"] = volumes
 
 
 def headless_service(js: JobSet) -> dict[str, Any]:

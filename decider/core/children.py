@@ -56,7 +56,25 @@ def job_restarts(js: JobSet, status: dict[str, Any], rjob_name: str, key: str) -
     for rjs in status.get("replicatedJobsStatus") or ():
         if rjs.get("name") == rjob_name and rjs.get(key):
             return list(rjs[key])
-    return [0] * js._replicas_by_name.get(rjob_name, 0)
+    return [0] * js.replicas_of(rjob_name)
+
+
+class RestartCounters:
+    """job_restarts for many replicated Jobs of one status: the status is indexed once, where
+    asking job_restarts for each replicated Job would walk it for each one."""
+
+    def __init__(self, js: JobSet, status: dict[str, Any], key: str) -> None:
+        self.js = js
+        self.found: dict[Any, list[int]] = {}
+        for rjs in status.get("replicatedJobsStatus") or ():
+            name = rjs.get("name")
+            # The first entry of a name that has counters, as job_restarts reads it.
+            if rjs.get(key) and name not in self.found:
+                self.found[name] = rjs[key]
+
+    def of(self, rjob_name: str) -> list[int]:
+        values = self.found.get(rjob_name)
+        return list(values) if values is not None else [0] * self.js.replicas_of(rjob_name)
 
 
 def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
@@ -64,6 +82,7 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     out = ChildJobs()
     restarts = int(status.get("restarts") or 0)
     targets: dict[str, list[int]] = {}
+    counters: RestartCounters | None = None
     for i, job in enumerate(jobs):
         # Owned means controlled by this JobSet's UID; a same-named JobSet's Jobs are not ours.
         if job.controller_uid != js.uid:
@@ -85,7 +104,9 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
             if c.JOB_RESTART_ATTEMPT in job.labels:
                 attempt = _label_int(job, i, c.JOB_RESTART_ATTEMPT)
                 if rjob_name not in targets:
-                    targets[rjob_name] = job_restarts(js, status, rjob_name, "jobRestarts")
+                    if counters is None:
+                        counters = RestartCounters(js, status, "jobRestarts")
+                    targets[rjob_name] = counters.of(rjob_name)
                 target = targets[rjob_name]
                 if not 0 <= idx < len(target):
                     raise InvalidInput.at(

@@ -28,6 +28,7 @@ from decider.core.child_jobs import (
 )
 from decider.core.children import (
     ChildJobs,
+    RestartCounters,
     by_name,
     classify,
     replicated_jobs_status,
@@ -135,13 +136,14 @@ def _delete_jobs(st: PassState, jobs: list[ObservedJob], why: str) -> None:
         st.explain(f"delete {len(deleted)} job(s): {why}")
 
 
-def _exists(st: PassState, kind: str, name: str) -> bool:
-    return any(o.kind == kind and o.name == name for o in st.observed.objects)
+def _existing(st: PassState) -> set[tuple[str, str]]:
+    """(kind, name) of every observed object, asked once per object the pass may create."""
+    return {(o.kind, o.name) for o in st.observed.objects}
 
 
 def _create_headless_service(st: PassState) -> None:
     js = st.js
-    if not js.dns_hostnames or _exists(st, "Service", js.subdomain):
+    if not js.dns_hostnames or ("Service", js.subdomain) in _existing(st):
         return
     st.act(Action(type="CreateService", name=js.subdomain, api_version="v1", kind="Service",
                   object=headless_service(js),
@@ -150,9 +152,11 @@ def _create_headless_service(st: PassState) -> None:
 
 
 def _create_pvcs(st: PassState) -> None:
-    for pvc in persistent_volume_claims(st.js):
+    pvcs = persistent_volume_claims(st.js)
+    existing = _existing(st) if pvcs else set()
+    for pvc in pvcs:
         name = pvc["metadata"]["name"]
-        if _exists(st, "PersistentVolumeClaim", name):
+        if ("PersistentVolumeClaim", name) in existing:
             continue
         st.act(Action(type="CreatePVC", name=name, api_version="v1",
                       kind="PersistentVolumeClaim", object=pvc,
@@ -189,6 +193,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                    "of the previous attempt still exist")
     sequenced = not js.suspend and js.in_order
     replicas: dict[str, int] = {}
+    counters: RestartCounters | None = None
     for index, rjob in enumerate(js.replicated_jobs):
         replicas[rjob.name] = rjob.replicas
         missing = [] if blocked else [
@@ -202,7 +207,9 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
         if sequenced and startup_policy.all_replicas_started(rjob.replicas, statuses[rjob.name]):
             continue
         if missing:
-            builder = ReplicatedJobBuilder(js, rjob, st.status, restart_job_gate)
+            if restart_job_gate and counters is None:
+                counters = RestartCounters(js, st.status, "jobRestarts")
+            builder = ReplicatedJobBuilder(js, rjob, st.status, counters)
             if st.options.max_plan_bytes:
                 st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",
@@ -215,7 +222,8 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                 job = builder.build(i)
                 st.act(Action(type="CreateJob", name=job["metadata"]["name"],
                               api_version="batch/v1", kind="Job", object=job,
-                              reason=f"replica {i} of replicated job {rjob.name} is missing"))
+                              reason=f"replica {i} of replicated job {rjob.name} is missing",
+                              plain_json=builder.plain))
             if creatable:
                 st.explain(f"create {len(creatable)} job(s) of replicated job {rjob.name} "
                            f"(restart attempt {st.restarts})"

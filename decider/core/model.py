@@ -158,6 +158,10 @@ class Action:
     propagation_policy: str = ""
     reason: str = ""
     event: Event | None = None
+    # `object` holds only strings, booleans, nulls, integers within 64 bits, lists and dicts
+    # with string keys (a Job built from a template checked once): every JSON encoder writes it
+    # byte for byte alike, so an adapter may use a faster one. False promises nothing.
+    plain_json: bool = False
 
 
 @dataclass(slots=True)
