@@ -16,6 +16,7 @@ from decider.core import constants as c
 from decider.core.children import RestartCounters
 from decider.core.job_template import job_template, mounts_volume
 from decider.core.jobset import JobSet, ReplicatedJob
+from decider.core.state import copy_json
 
 __all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
            "job_name", "mounts_volume", "owner_reference", "persistent_volume_claims",
@@ -182,6 +183,8 @@ def persistent_volume_claims(js: JobSet) -> list[dict[str, Any]]:
                 metadata["annotations"] = dict(meta["annotations"])
             if retention == "Delete":
                 metadata["ownerReferences"] = [owner_reference(js)]
+            # A copy: the template belongs to the parsed spec, which later passes share.
             out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                        "metadata": metadata, "spec": (template or {}).get("spec") or {}})
+                        "metadata": metadata,
+                        "spec": copy_json((template or {}).get("spec") or {})})
     return out

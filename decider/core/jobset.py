@@ -6,6 +6,9 @@ defaults only replicas and groupName), so absent fields read as the webhook woul
 the wrong shape raises InvalidInput naming the field; when several fields are wrong, the first in
 the order below is named: the spec's replicated Jobs, network, policies and PVC templates, then
 the status and timestamps, then the metadata, then the rest of the spec.
+
+The spec is read once per distinct content (decider/core/spec_cache.py); the metadata and the
+status, which change between passes, are read on every pass.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from decider.core.jobset_spec import (
     parse_head,
     parse_tail,
 )
+from decider.core.spec_cache import SPECS
 
 __all__ = ["Coordinator", "DependsOn", "FailurePolicy", "FailureRule", "JobSet", "Placement",
            "ReplicatedJob", "is_independent", "parse_jobset"]
@@ -100,7 +104,15 @@ def parse_jobset(obj: Any) -> JobSet:
     status = acc.as_map(obj.get("status"), "status")
     annotations = acc.as_str_map(meta.get("annotations"), "metadata.annotations")
 
-    head = parse_head(raw_spec)
+    key = SPECS.key(raw_spec)
+    spec = SPECS.get(key)
+    # A cached spec was read without error, so only the checks below can fail, in this order;
+    # reading it again would find its errors, if any, before, between and after them.
+    source = None
+    head = None
+    if spec is None:
+        source = raw_spec if key is None else SPECS.private_copy(key)
+        head = parse_head(source)
     _validate_status(status)
     for field in ("creationTimestamp", "deletionTimestamp"):
         times.check(acc.as_str(meta.get(field), f"metadata.{field}"), f"metadata.{field}")
@@ -108,7 +120,11 @@ def parse_jobset(obj: Any) -> JobSet:
     uid = acc.as_str(meta.get("uid"), "metadata.uid")
     resource_version = acc.as_str(meta.get("resourceVersion"), "metadata.resourceVersion")
     labels = acc.as_str_map(meta.get("labels"), "metadata.labels")
-    spec = parse_tail(head)
+    if head is not None:
+        spec = parse_tail(head)
+        if key is not None:
+            SPECS.put(key, spec, source)
+    assert spec is not None
     return JobSet(
         raw=obj,
         name=name,

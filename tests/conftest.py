@@ -1,0 +1,27 @@
+"""Suite-wide: the spec cache is checked (tests/support/spec_cache_check.py).
+
+Installed here, before any test module imports `decide`, so every caller sees the checked one.
+DECIDER_SPEC_CACHE=off runs the whole suite with the cache off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from support import spec_cache_check
+
+spec_cache_check.install()
+
+from decider.core.spec_cache import SPECS  # noqa: E402
+
+if os.environ.get("DECIDER_SPEC_CACHE") == "off":
+    SPECS.enabled = False
+
+
+@pytest.fixture(autouse=True)
+def _cached_specs_stay_unchanged() -> Iterator[None]:
+    yield
+    SPECS.verify()

@@ -1,0 +1,67 @@
+"""Every decision of a test, made with the spec cache off, cold and warm: the same answer.
+
+tests/conftest.py installs `checked` in place of `decider.core.decide.decide` before any test
+module imports it, so every caller (the tables' `run`, the contract adapter, the simulator)
+goes through it. It is active for the upstream tables and the property tests (their
+conftest.py), where it compares the three plans (as Python objects and as the contract's bytes)
+or the three errors, and fails the test on any difference.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from decider.core import decide as decide_module
+from decider.core.errors import InvalidInput, TooLarge
+from decider.core.model import Observed, Plan
+from decider.core.spec_cache import SPECS
+
+ACTIVE = False
+checks = 0
+
+
+def _outcome(decide: Callable[[Observed], Plan], observed: Observed) -> tuple[Any, Any]:
+    from decider import convert
+
+    try:
+        plan = decide(observed)
+    except (InvalidInput, TooLarge) as exc:
+        return None, (type(exc).__name__, str(exc))
+    return plan, convert.plan_to_proto(plan).SerializeToString(deterministic=True)
+
+
+def install() -> None:
+    real = decide_module.decide
+    if getattr(real, "spec_cache_checked", False):
+        return
+
+    def checked(observed: Observed) -> Plan:
+        global checks
+        if not ACTIVE or not SPECS.enabled:
+            return real(observed)
+        # The JobSet is what the cache sees; the Jobs may be proto maps, which do not copy.
+        before = copy.deepcopy(observed.jobset)
+        SPECS.enabled = False
+        try:
+            off = _outcome(real, dataclasses.replace(observed, jobset=copy.deepcopy(before)))
+        finally:
+            SPECS.enabled = True
+        spec = observed.jobset.get("spec") if isinstance(observed.jobset, dict) else None
+        key = SPECS.key(spec) if isinstance(spec, dict) else None
+        if key is not None:
+            SPECS.forget(key)
+        cold = _outcome(real, observed)
+        assert observed.jobset == before, "decide changed its input"
+        SPECS.verify()
+        warm = _outcome(real, observed)
+        SPECS.verify()
+        assert off[1] == cold[1] == warm[1], "the spec cache changed the answer"
+        assert off[0] == cold[0] == warm[0], "the spec cache changed the plan"
+        checks += 1
+        return real(observed)
+
+    checked.spec_cache_checked = True  # type: ignore[attr-defined]
+    decide_module.decide = checked
