@@ -15,13 +15,14 @@ from support import spec_cache_check
 
 spec_cache_check.install()
 
-from decider.core.spec_cache import SPECS  # noqa: E402
+from decider.core.spec_cache import CACHES  # noqa: E402
 
 if os.environ.get("DECIDER_SPEC_CACHE") == "off":
-    SPECS.enabled = False
+    for cache in CACHES:
+        cache.enabled = False
 
 
 @pytest.fixture(autouse=True)
 def _cached_specs_stay_unchanged() -> Iterator[None]:
     yield
-    SPECS.verify()
+    spec_cache_check.verify()

@@ -83,12 +83,20 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     restarts = int(status.get("restarts") or 0)
     targets: dict[str, list[int]] = {}
     counters: RestartCounters | None = None
+    uid = js.uid
+    add_name = out.names.add
     for i, job in enumerate(jobs):
         # Owned means controlled by this JobSet's UID; a same-named JobSet's Jobs are not ours.
-        if job.controller_uid != js.uid:
+        if job.controller_uid != uid:
             continue
-        out.names.add(job.name)
-        if _label_int(job, i, c.RESTART_ATTEMPT) < restarts:
+        add_name(job.name)
+        attempt_label = job.labels.get(c.RESTART_ATTEMPT)
+        # The common case inline (ten thousand Jobs, a handful of label values), the rest and
+        # the error through _label_int.
+        restart_attempt = _atoi(attempt_label) if type(attempt_label) is str else None
+        if restart_attempt is None:
+            restart_attempt = _label_int(job, i, c.RESTART_ATTEMPT)
+        if restart_attempt < restarts:
             out.previous.append(job)
             continue
         if restart_job_gate:
@@ -169,16 +177,17 @@ def replicated_jobs_status(js: JobSet, children: ChildJobs, status: dict[str, An
 
 
 def _normalized(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    keys = ("name", "ready", "succeeded", "failed", "active", "suspended")
+    # Spelled out rather than looped over the keys: every pass compares every entry.
     return sorted(
-        (tuple(e.get(k) or 0 for k in keys)
-         + (tuple(e.get("jobRestarts") or ()), tuple(e.get("jobRestartsCountTowardsMax") or ())))
+        (e.get("name") or 0, e.get("ready") or 0, e.get("succeeded") or 0,
+         e.get("failed") or 0, e.get("active") or 0, e.get("suspended") or 0,
+         tuple(e.get("jobRestarts") or ()), tuple(e.get("jobRestartsCountTowardsMax") or ()))
         for e in entries)
 
 
 def statuses_equal(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
     """Order-insensitive comparison, as upstream's equality check."""
-    return _normalized(old) == _normalized(new)
+    return len(old) == len(new) and _normalized(old) == _normalized(new)
 
 
 def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -37,7 +37,7 @@ from decider.core.children import (
 from decider.core.depends_on import dependencies_met
 from decider.core.jobset import JobSet, parse_jobset
 from decider.core.model import Action, Observed, ObservedJob, Plan
-from decider.core.state import PassState
+from decider.core.state import PassState, copy_json
 
 
 def decide(observed: Observed) -> Plan:
@@ -105,7 +105,7 @@ def decide(observed: Observed) -> Plan:
 def _untouched(js: JobSet, sentence: str) -> Plan:
     # Normalized as _finish does: a plan's status has every counter and terminalState whichever
     # way the pass ended (a deleted JobSet with no status gave a plan status without them).
-    return Plan(status=_normalized_status(js.status), explanation=[sentence],
+    return Plan(status=_normalized_status(copy_json(js.status)), explanation=[sentence],
                 resource_version=js.resource_version)
 
 
@@ -251,7 +251,7 @@ def _creation_failed(st: PassState, held: list[ObservedJob]) -> Plan:
     st.explain(f"job(s) {', '.join(names)} cannot be created: a Job of that name exists and is "
                "not controlled by this JobSet; the pass stops there, without a status write")
     st.requeue_after_seconds = name_conflicts.backoff_seconds(st, held)
-    return Plan(actions=list(st.actions), status=_normalized_status(js.status),
+    return Plan(actions=list(st.actions), status=_normalized_status(copy_json(js.status)),
                 requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
                 resource_version=js.resource_version)
 

@@ -30,8 +30,8 @@ from decider.core import constants as c
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, jobset_gang
 from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
-from decider.core.job_template import is_plain
 from decider.core.model import Action, Event
+from decider.core.plain_json import is_plain
 from decider.core.state import PassState
 
 GANG_KINDS = ("Workload", "PodGroup")

@@ -17,9 +17,7 @@ from typing import Any
 import orjson
 
 from decider.core.jobset_spec import ReplicatedJob, Spec
-
-_MIN_INT = -(2**63)
-_MAX_INT = 2**64 - 1
+from decider.core.plain_json import is_plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,27 +37,6 @@ class JobTemplate:
         if self.spec_bytes is not None:
             return orjson.loads(self.spec_bytes)
         return json.loads(self.spec_json)
-
-
-def is_plain(value: Any) -> bool:
-    """Only strings, booleans, nulls, integers within 64 bits, lists and string-keyed dicts."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind is int:
-            if not _MIN_INT <= item <= _MAX_INT:
-                return False
-        elif not (kind is str or kind is bool or item is None):
-            return False
-    return True
 
 
 def defaulted_spec(spec: dict[str, Any]) -> dict[str, Any]:

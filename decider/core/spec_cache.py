@@ -1,22 +1,24 @@
-"""Parsed JobSet specs, kept by content so that an unchanged spec is validated once.
+"""Parsed JobSets and JobSet specs, kept by content so that an unchanged one is read once.
 
-A JobSet's spec rarely changes while its status changes every few passes, and reading and
-validating a spec was a third of a small pass. The cache maps a spec's whole content to what
-`jobset_spec` made of it, so the decider stays stateless in meaning: the answer is a function of
-the request alone, with the cache on or off (tests/test_spec_cache.py runs the upstream tables
-and the property tests both ways).
+A JobSet is sent again and again unchanged (every event on one of its Jobs is a pass), and its
+spec stays the same while its status changes; reading and validating them was a third of a
+small pass. JOBSETS maps a whole JobSet object's content to its typed view (jobset.py), SPECS a
+spec's content to what `jobset_spec` made of it, for a JobSet whose status or metadata changed.
+The decider stays stateless in meaning: the answer is a function of the request alone, with
+the caches on or off (tests/support/spec_cache_check.py decides every upstream table and
+property test both ways).
 
-- The key is the spec serialized by `marshal` (format 0): a C-speed encoding that, unlike JSON,
+- The key is the object serialized by `marshal` (format 0): a C-speed encoding that, unlike JSON,
   tells a tuple from a list, True from 1 and 1.0 from 1, and refuses subclasses and foreign
-  types, so two specs share an entry only if they are equal value for value and type for type.
-  Keys are compared in full, not by a digest. A spec marshal refuses is parsed every time.
+  types, so two objects share an entry only if they are equal value for value and type for
+  type. Keys are compared in full, not by a digest. What marshal refuses is parsed every time.
 - What is cached is parsed from a private copy (`marshal.loads` of the key), never from the
   caller's dicts: a caller may change its JobSet after a decision without changing the entry.
   Nothing a pass reads from an entry is written to: its typed parts are frozen, its JSON (Job
-  and PVC templates) is only ever copied into plans (`verify` checks it, in the tests).
-- A spec whose reading raises is not cached: the error is found again, in the same order.
-- Bounded in entries and in key bytes (the parsed spec holds about as much again), least
-  recently used out first. Each process has its own: a decision worker keeps the specs it saw.
+  and PVC templates, the status) is only ever copied into plans (`verify` checks it in tests).
+- What raises while read is not cached: the error is found again, in the same order.
+- Bounded in entries and in key bytes (the parsed object holds about as much again), least
+  recently used out first. Each process has its own: a decision worker keeps what it saw.
 """
 
 from __future__ import annotations
@@ -25,19 +27,17 @@ import marshal
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from decider.core.jobset_spec import Spec
-
 MAX_ENTRIES = 256
 MAX_KEY_BYTES = 32 * 1024 * 1024
 
 
 class Entry(NamedTuple):
-    spec: Spec
-    # The private copy the spec was parsed from.
-    source: dict[str, Any]
+    value: Any
+    # The private copy the value was parsed from.
+    source: Any
 
 
-class SpecCache:
+class ContentCache:
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_KEY_BYTES) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
@@ -47,16 +47,16 @@ class SpecCache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, spec: dict[str, Any]) -> bytes | None:
+    def key(self, obj: dict[str, Any]) -> bytes | None:
         if not self.enabled:
             return None
         try:
-            key = marshal.dumps(spec, 0)
+            key = marshal.dumps(obj, 0)
         except ValueError:  # a type marshal refuses, or nesting beyond its limit
             return None
         return key if len(key) <= self.max_bytes else None
 
-    def get(self, key: bytes | None) -> Spec | None:
+    def get(self, key: bytes | None) -> Any:
         if key is None:
             return None
         found = self._entries.get(key)
@@ -65,30 +65,30 @@ class SpecCache:
             return None
         self.hits += 1
         self._entries.move_to_end(key)
-        return found.spec
+        return found.value
 
     @staticmethod
     def private_copy(key: bytes) -> dict[str, Any]:
         return marshal.loads(key)
 
-    def put(self, key: bytes, spec: Spec, source: dict[str, Any]) -> None:
+    def put(self, key: bytes, value: Any, source: Any) -> None:
         if key in self._entries:
             return
-        self._entries[key] = Entry(spec, source)
+        self._entries[key] = Entry(value, source)
         self._bytes += len(key)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
             old, _ = self._entries.popitem(last=False)
             self._bytes -= len(old)
 
-    def forget(self, key: bytes) -> None:
-        entry = self._entries.pop(key, None)
+    def forget(self, key: bytes | None) -> None:
+        entry = self._entries.pop(key, None) if key is not None else None
         if entry is not None:
             self._bytes -= len(key)
 
     def verify(self) -> None:
         """AssertionError if an entry's JSON was written to since it was cached."""
         for key, entry in self._entries.items():
-            assert marshal.dumps(entry.source, 0) == key, "a cached JobSet spec was modified"
+            assert marshal.dumps(entry.source, 0) == key, "a cached JobSet was modified"
 
     def clear(self) -> None:
         self._entries.clear()
@@ -98,4 +98,6 @@ class SpecCache:
         return len(self._entries)
 
 
-SPECS = SpecCache()
+JOBSETS = ContentCache()
+SPECS = ContentCache()
+CACHES = (JOBSETS, SPECS)

@@ -53,12 +53,16 @@ def check(value: object, field: str, seen: set[str] | None = None) -> None:
 
 def check_jobs(jobs: Iterable[ObservedJob]) -> None:
     """Every time of the observed Jobs, named as the request names them."""
-    # Jobs created together share their times: each distinct value is parsed once.
+    # Jobs created together share their times: each distinct value is parsed once, and a
+    # field's name is only spelled out for a value not seen yet.
     seen: set[str] = set()
     for i, job in enumerate(jobs):
-        check(job.creation_timestamp, f"jobs[{i}].creation_timestamp", seen)
-        check(job.deletion_timestamp, f"jobs[{i}].deletion_timestamp", seen)
-        check(job.start_time, f"jobs[{i}].start_time", seen)
+        for attr, value in (("creation_timestamp", job.creation_timestamp),
+                            ("deletion_timestamp", job.deletion_timestamp),
+                            ("start_time", job.start_time)):
+            if value and isinstance(value, str) and value not in seen:
+                check(value, f"jobs[{i}].{attr}", seen)
         for k, cond in enumerate(job.conditions):
-            check(cond.last_transition_time, f"jobs[{i}].conditions[{k}].last_transition_time",
-                  seen)
+            value = cond.last_transition_time
+            if value and isinstance(value, str) and value not in seen:
+                check(value, f"jobs[{i}].conditions[{k}].last_transition_time", seen)

@@ -17,7 +17,7 @@ from typing import Any
 from decider.core import decide as decide_module
 from decider.core.errors import InvalidInput, TooLarge
 from decider.core.model import Observed, Plan
-from decider.core.spec_cache import SPECS
+from decider.core.spec_cache import CACHES, JOBSETS, SPECS
 
 ACTIVE = False
 checks = 0
@@ -33,6 +33,11 @@ def _outcome(decide: Callable[[Observed], Plan], observed: Observed) -> tuple[An
     return plan, convert.plan_to_proto(plan).SerializeToString(deterministic=True)
 
 
+def verify() -> None:
+    for cache in CACHES:
+        cache.verify()
+
+
 def install() -> None:
     real = decide_module.decide
     if getattr(real, "spec_cache_checked", False):
@@ -40,24 +45,28 @@ def install() -> None:
 
     def checked(observed: Observed) -> Plan:
         global checks
-        if not ACTIVE or not SPECS.enabled:
+        if not ACTIVE or not all(cache.enabled for cache in CACHES):
             return real(observed)
         # The JobSet is what the cache sees; the Jobs may be proto maps, which do not copy.
         before = copy.deepcopy(observed.jobset)
-        SPECS.enabled = False
+        for cache in CACHES:
+            cache.enabled = False
         try:
             off = _outcome(real, dataclasses.replace(observed, jobset=copy.deepcopy(before)))
         finally:
-            SPECS.enabled = True
-        spec = observed.jobset.get("spec") if isinstance(observed.jobset, dict) else None
-        key = SPECS.key(spec) if isinstance(spec, dict) else None
-        if key is not None:
-            SPECS.forget(key)
+            for cache in CACHES:
+                cache.enabled = True
+        # Cold: neither the JobSet nor its spec was seen before.
+        if type(observed.jobset) is dict:
+            JOBSETS.forget(JOBSETS.key(observed.jobset))
+            spec = observed.jobset.get("spec")
+            if type(spec) is dict:
+                SPECS.forget(SPECS.key(spec))
         cold = _outcome(real, observed)
         assert observed.jobset == before, "decide changed its input"
-        SPECS.verify()
+        verify()
         warm = _outcome(real, observed)
-        SPECS.verify()
+        verify()
         assert off[1] == cold[1] == warm[1], "the spec cache changed the answer"
         assert off[0] == cold[0] == warm[0], "the spec cache changed the plan"
         checks += 1
