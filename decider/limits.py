@@ -121,15 +121,22 @@ def check_strings(messages: Iterable[Any], field: str, limits: Limits) -> None:
             _long_strings(msg, f"{field}[{i}]", limit)
 
 
-def check_decide_request(req: pb.DecideRequest, limits: Limits) -> None:
-    """Everything about a DecideRequest that can be checked before parsing its JSON."""
+def check_decide_request(req: pb.DecideRequest, limits: Limits,
+                         received_bytes: int | None = None) -> None:
+    """Everything about a DecideRequest that can be checked before parsing its JSON.
+
+    received_bytes: the length of the bytes `req` was parsed from, when it was. Every string in
+    it was read from those bytes, so no string is longer, and the strings need no look when they
+    are short; ByteSize() would serialize the whole request to tell (6 ms for 10,000 Jobs).
+    """
     check_object_bytes(req.jobset_json, "jobset_json", limits)
     check_count(len(req.jobs), "jobs", limits.max_observed, "observed Jobs")
     check_count(len(req.objects), "objects", limits.max_observed, "observed objects")
     check_count(len(req.pods), "pods", limits.max_observed, "observed pods")
     if req.HasField("now"):
         check_now(req.now)
-    if req.ByteSize() > limits.max_string_bytes:
+    size = received_bytes if received_bytes is not None else req.ByteSize()
+    if size > limits.max_string_bytes:
         check_strings(req.jobs, "jobs", limits)
         check_strings(req.pods, "pods", limits)
         for i, obj in enumerate(req.objects):

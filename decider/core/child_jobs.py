@@ -10,12 +10,12 @@ import hashlib
 import json
 from typing import Any
 
-import orjson
-
 from decider.core import constants as c
 from decider.core.children import RestartCounters
+from decider.core.job_manifests import JobJson, LazyJobAction
 from decider.core.job_template import job_template, mounts_volume
 from decider.core.jobset import JobSet, ReplicatedJob
+from decider.core.model import Action
 from decider.core.state import copy_json
 
 __all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
@@ -79,6 +79,7 @@ class ReplicatedJobBuilder:
                 if c.NODE_SELECTOR_STRATEGY in source:
                     self.exclusive[c.NODE_SELECTOR_STRATEGY] = source[c.NODE_SELECTOR_STRATEGY]
         self.claims = [(name, pvc_name(js.name, name)) for name in self.template.mounted_claims]
+        self._json: JobJson | None | bool = False  # not worked out yet
 
     @property
     def plain(self) -> bool:
@@ -89,16 +90,26 @@ class ReplicatedJobBuilder:
         """Bytes the manifest of Job `index` takes on the wire, compact and in UTF-8, as the
         answer writes it. Manifests differ only in their index's digits, so the smallest index
         to be built gives a floor for every one."""
+        fast = self.json(index)
+        if fast is not None:
+            return len(fast)
         manifest = self.build(index)
-        if self.plain:
-            try:
-                return len(orjson.dumps(manifest))
-            except TypeError:  # a key or value orjson refuses; json decides
-                pass
         return len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
 
-    def _keys(self, index: int, name: str) -> dict[str, str]:
-        keys = dict(self.common)
+    def json(self, index: int) -> bytes | None:
+        """The manifest of Job `index` as the answer writes it (compact, UTF-8), made without
+        building it (job_manifests.py); None when only building it tells."""
+        if self._json is False:
+            self._json = JobJson.of(self) if self.plain else None
+        return self._json.render(index) if self._json is not None else None
+
+    def action(self, index: int) -> Action:
+        """The CreateJob action of Job `index`; its manifest is built when first read."""
+        return LazyJobAction(self, index)
+
+    def index_keys(self, index: int, name: str) -> dict[str, str]:
+        """The labels and annotations a Job of this index carries: `common` and these."""
+        keys: dict[str, str] = {}
         if self.job_restarts is not None:
             attempt = self.job_restarts[index] if index < len(self.job_restarts) else 0
             keys[c.JOB_RESTART_ATTEMPT] = str(attempt)
@@ -109,9 +120,15 @@ class ReplicatedJobBuilder:
         return keys
 
     def build(self, index: int) -> dict[str, Any]:
+        name = job_name(self.js.name, self.rjob.name, index)
+        return self.manifest(name, self.index_keys(index, name),
+                             f"{self.js.namespace}_{name}")
+
+    def manifest(self, name: str, index_keys: dict[str, str], namespaced: str
+                 ) -> dict[str, Any]:
+        """The Job named `name`; namespaced: its namespaced-job node selector value."""
         js = self.js
-        name = job_name(js.name, self.rjob.name, index)
-        keys = self._keys(index, name)
+        keys = {**self.common, **index_keys}
         spec = self.template.copy_spec()
         pod = spec.setdefault("template", {})
         pod_meta = pod.setdefault("metadata", {}) if isinstance(pod, dict) else {}
@@ -124,7 +141,7 @@ class ReplicatedJobBuilder:
             pod_spec["subdomain"] = js.subdomain
         if c.EXCLUSIVE_TOPOLOGY in annotations and c.NODE_SELECTOR_STRATEGY in annotations:
             node_selector = pod_spec.setdefault("nodeSelector", {})
-            node_selector[c.NAMESPACED_JOB] = f"{js.namespace}_{name}"
+            node_selector[c.NAMESPACED_JOB] = namespaced
             pod_spec["tolerations"] = [*(pod_spec.get("tolerations") or []), {
                 "key": c.NO_SCHEDULE_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
         if js.independent:
@@ -134,8 +151,8 @@ class ReplicatedJobBuilder:
             spec["suspend"] = js.suspend
         if js.volume_claim_policies:
             volumes = list(pod_spec.get("volumes") or [])
-            volumes.extend({"name": name, "persistentVolumeClaim": {"claimName": claim}}
-                           for name, claim in self.claims)
+            volumes.extend({"name": claim_name, "persistentVolumeClaim": {"claimName": claim}}
+                           for claim_name, claim in self.claims)
             if volumes:
                 pod_spec["volumes"] = volumes
         return {

@@ -26,6 +26,8 @@ class ChildJobs:
     failed: list[ObservedJob] = field(default_factory=list)
     previous: list[ObservedJob] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
+    # Observed Jobs the JobSet does not control, by name (name_conflicts.py).
+    foreign: dict[str, ObservedJob] = field(default_factory=dict)
 
 
 # Upstream parses these labels with strconv.Atoi: an optional sign and ASCII digits, within
@@ -88,6 +90,7 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     for i, job in enumerate(jobs):
         # Owned means controlled by this JobSet's UID; a same-named JobSet's Jobs are not ours.
         if job.controller_uid != uid:
+            out.foreign[job.name] = job
             continue
         add_name(job.name)
         attempt_label = job.labels.get(c.RESTART_ATTEMPT)
@@ -134,14 +137,18 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     return out
 
 
-def _is_ready(job: ObservedJob, independent: bool) -> bool:
+def _is_ready(job: ObservedJob, independent: bool, suspend: bool | None) -> bool:
+    """suspend: job.suspend, read once by the caller (a view over a message reads it anew
+    each time)."""
     # A Job someone else suspended runs no pods; in Independent mode it is never Ready, even while
     # its status still shows the pods it had (seed 000: a suspended dependency is not Ready).
-    if independent and job.suspend:
+    if independent and suspend:
         return False
-    pods = job.parallelism if job.parallelism is not None else 1
-    if job.completions is not None and job.completions < pods:
-        pods = job.completions
+    parallelism = job.parallelism
+    pods = parallelism if parallelism is not None else 1
+    completions = job.completions
+    if completions is not None and completions < pods:
+        pods = completions
     return job.succeeded + job.ready >= pods
 
 
@@ -151,15 +158,17 @@ def replicated_jobs_status(js: JobSet, children: ChildJobs, status: dict[str, An
     counts: dict[str, dict[str, Any]] = {
         rj.name: {"name": rj.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0,
                   "suspended": 0} for rj in js.replicated_jobs}
+    independent = js.independent
     for job in children.active:
         entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME, ""))
         if entry is None:
             continue
-        if _is_ready(job, js.independent):
+        suspend = job.suspend
+        if _is_ready(job, independent, suspend):
             entry["ready"] += 1
         if job.active > 0:
             entry["active"] += 1
-        if job.suspend:
+        if suspend:
             entry["suspended"] += 1
     for key, jobs in (("succeeded", children.successful), ("failed", children.failed)):
         for job in jobs:

@@ -129,9 +129,11 @@ def _all_jobs_ready(js: JobSet, statuses: dict[str, dict]) -> bool:
 
 def _delete_jobs(st: PassState, jobs: list[ObservedJob], why: str) -> None:
     deleted = [job for job in jobs if not job.deletion_timestamp]
+    namespace = st.js.namespace
     for job in deleted:
-        st.act(Action(type="DeleteJob", name=job.name, api_version="batch/v1", kind="Job",
-                      uid=job.uid, propagation_policy=c.FOREGROUND, reason=why))
+        st.actions.append(Action(type="DeleteJob", name=job.name, namespace=namespace,
+                                 api_version="batch/v1", kind="Job", uid=job.uid,
+                                 propagation_policy=c.FOREGROUND, reason=why))
     if deleted:
         st.explain(f"delete {len(deleted)} job(s): {why}")
 
@@ -185,7 +187,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
     """Plan the missing Jobs, in upstream's order; returns the Jobs of other owners whose names
     a create needs (then the creation failed, and the pass stops after this replicated Job)."""
     js = st.js
-    foreign = name_conflicts.foreign_jobs(st.observed.jobs, js.uid)
+    foreign = children.foreign
     blocked = bool(children.previous) and js.failure_policy is not None and \
         js.failure_policy.restart_strategy == c.BLOCKING_RECREATE
     if blocked:
@@ -219,11 +221,8 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
             held = [foreign[n] for n in names.values() if n in foreign]
             creatable = [i for i in missing if names[i] not in foreign]
             for i in creatable:
-                job = builder.build(i)
-                st.act(Action(type="CreateJob", name=job["metadata"]["name"],
-                              api_version="batch/v1", kind="Job", object=job,
-                              reason=f"replica {i} of replicated job {rjob.name} is missing",
-                              plain_json=builder.plain))
+                # Its manifest is built when someone reads it (job_manifests.py).
+                st.act(builder.action(i))
             if creatable:
                 st.explain(f"create {len(creatable)} job(s) of replicated job {rjob.name} "
                            f"(restart attempt {st.restarts})"

@@ -144,7 +144,10 @@ class Event:
 
 @dataclass(slots=True)
 class Action:
-    """One side effect. `type` is one of design.md's action kinds (CreateJob, DeleteJob, ...)."""
+    """One side effect. `type` is one of design.md's action kinds (CreateJob, DeleteJob, ...).
+
+    A CreateJob action may be a job_manifests.LazyJobAction: the same fields, its `object`
+    built when first read."""
 
     type: str
     name: str

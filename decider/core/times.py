@@ -53,16 +53,24 @@ def check(value: object, field: str, seen: set[str] | None = None) -> None:
 
 def check_jobs(jobs: Iterable[ObservedJob]) -> None:
     """Every time of the observed Jobs, named as the request names them."""
-    # Jobs created together share their times: each distinct value is parsed once, and a
-    # field's name is only spelled out for a value not seen yet.
+    jobs = jobs if isinstance(jobs, list) else list(jobs)
+    # Jobs created together share their times: each distinct value is parsed once. Only when
+    # one is wrong are the Jobs walked in order, to name the first wrong field.
+    try:
+        values = {job.creation_timestamp for job in jobs}
+        values.update([job.deletion_timestamp for job in jobs])
+        values.update([job.start_time for job in jobs])
+        values.update([cond.last_transition_time for job in jobs for cond in job.conditions])
+    except TypeError:  # an unhashable value: the walk below reports or skips it
+        values = None
+    if values is not None and all(
+            not value or not isinstance(value, str) or is_rfc3339(value) for value in values):
+        return
     seen: set[str] = set()
     for i, job in enumerate(jobs):
-        for attr, value in (("creation_timestamp", job.creation_timestamp),
-                            ("deletion_timestamp", job.deletion_timestamp),
-                            ("start_time", job.start_time)):
-            if value and isinstance(value, str) and value not in seen:
-                check(value, f"jobs[{i}].{attr}", seen)
+        check(job.creation_timestamp, f"jobs[{i}].creation_timestamp", seen)
+        check(job.deletion_timestamp, f"jobs[{i}].deletion_timestamp", seen)
+        check(job.start_time, f"jobs[{i}].start_time", seen)
         for k, cond in enumerate(job.conditions):
-            value = cond.last_transition_time
-            if value and isinstance(value, str) and value not in seen:
-                check(value, f"jobs[{i}].conditions[{k}].last_transition_time", seen)
+            check(cond.last_transition_time, f"jobs[{i}].conditions[{k}].last_transition_time",
+                  seen)

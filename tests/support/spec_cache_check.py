@@ -4,7 +4,9 @@ tests/conftest.py installs `checked` in place of `decider.core.decide.decide` be
 module imports it, so every caller (the tables' `run`, the contract adapter, the simulator)
 goes through it. It is active for the upstream tables and the property tests (their
 conftest.py), where it compares the three plans (as Python objects and as the contract's bytes)
-or the three errors, and fails the test on any difference.
+or the three errors, and fails the test on any difference. It also checks every Job manifest
+the adapter writes without building it (job_manifests.py) against json's writing of the built
+one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from decider.core import decide as decide_module
 from decider.core.errors import InvalidInput, TooLarge
+from decider.core.job_manifests import LazyJobAction
 from decider.core.model import Observed, Plan
 from decider.core.spec_cache import CACHES, JOBSETS, SPECS
 
@@ -30,7 +33,14 @@ def _outcome(decide: Callable[[Observed], Plan], observed: Observed) -> tuple[An
         plan = decide(observed)
     except (InvalidInput, TooLarge) as exc:
         return None, (type(exc).__name__, str(exc))
-    return plan, convert.plan_to_proto(plan).SerializeToString(deterministic=True)
+    wire = convert.plan_to_proto(plan).SerializeToString(deterministic=True)
+    for action in plan.actions:
+        if isinstance(action, LazyJobAction):
+            # The JSON written without building the Job is json's writing of the built Job.
+            fast = action.wire_json()
+            assert fast is None or fast == convert._dumps(action.object).encode(), \
+                f"{action.name}: the manifest written from pieces differs from the built one"
+    return plan, wire
 
 
 def verify() -> None:
