@@ -293,27 +293,43 @@ def _fill_action(msg: pb.Action, a: Action) -> None:
 
 
 def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
-    msg = pb.JobSetStatus(
-        restarts=int(status.get("restarts") or 0),
-        restarts_count_towards_max=int(status.get("restartsCountTowardsMax") or 0),
-        terminal_state=status.get("terminalState") or "",
-        conditions=[pb.Condition(type=cd.get("type") or "", status=cd.get("status") or "",
-                                 reason=cd.get("reason") or "", message=cd.get("message") or "",
-                                 last_transition_time=cd.get("lastTransitionTime") or "")
-                    for cd in status.get("conditions") or ()],
-        replicated_jobs_status=[pb.ReplicatedJobStatus(
-            name=r.get("name") or "", ready=r.get("ready") or 0,
-            succeeded=r.get("succeeded") or 0, failed=r.get("failed") or 0,
-            active=r.get("active") or 0, suspended=r.get("suspended") or 0,
-            job_restarts=r.get("jobRestarts") or [],
-            job_restarts_count_towards_max=r.get("jobRestartsCountTowardsMax") or [])
-            for r in status.get("replicatedJobsStatus") or ()],
-    )
+    msg = pb.JobSetStatus()
+    _fill_status(msg, status)
+    return msg
+
+
+def _fill_status(msg: pb.JobSetStatus, status: dict[str, Any]) -> None:
+    # In place, only what is set (the same bytes as a message built from keyword arguments,
+    # without building and copying one message per entry).
+    value = int(status.get("restarts") or 0)
+    if value:
+        msg.restarts = value
+    value = int(status.get("restartsCountTowardsMax") or 0)
+    if value:
+        msg.restarts_count_towards_max = value
+    terminal = status.get("terminalState") or ""
+    if terminal:
+        msg.terminal_state = terminal
+    add = msg.conditions.add
+    for cd in status.get("conditions") or ():
+        add(type=cd.get("type") or "", status=cd.get("status") or "",
+            reason=cd.get("reason") or "", message=cd.get("message") or "",
+            last_transition_time=cd.get("lastTransitionTime") or "")
+    add = msg.replicated_jobs_status.add
+    for r in status.get("replicatedJobsStatus") or ():
+        entry = add(name=r.get("name") or "", ready=r.get("ready") or 0,
+                    succeeded=r.get("succeeded") or 0, failed=r.get("failed") or 0,
+                    active=r.get("active") or 0, suspended=r.get("suspended") or 0)
+        restarts = r.get("jobRestarts")
+        if restarts:
+            entry.job_restarts.extend(restarts)
+        restarts = r.get("jobRestartsCountTowardsMax")
+        if restarts:
+            entry.job_restarts_count_towards_max.extend(restarts)
     for key, attr in (("previousInPlaceRestartAttempt", "previous_in_place_restart_attempt"),
                       ("currentInPlaceRestartAttempt", "current_in_place_restart_attempt")):
         if status.get(key) is not None:
             setattr(msg, attr, status[key])
-    return msg
 
 
 def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
@@ -323,14 +339,15 @@ def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
 
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     msg = pb.DecideResponse(
-        status=status_to_proto(plan.status),
         requeue_after_seconds=plan.requeue_after_seconds,
         explanation=plan.explanation,
         resource_version=plan.resource_version,
     )
     if plan.failure is not None:
         msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
-    # Added in place: a list given to the constructor is copied message by message.
+    # Filled in place: a message given to the constructor is copied.
+    msg.status.SetInParent()
+    _fill_status(msg.status, plan.status)
     add = msg.actions.add
     for a in plan.actions:
         _fill_action(add(), a)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -143,6 +144,36 @@ def _floatless_within(obj: Any, max_depth: int) -> bool:
     return True
 
 
+class _Verdicts:
+    """Texts _fast_load found orjson reads exactly, so the walk is not repeated on the same
+    text (a JobSet is sent again and again unchanged). A pure function of the text: keyed by
+    it in full, bounded in bytes and entries, oldest out first; per process."""
+
+    def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._texts: OrderedDict[tuple[int, str], None] = OrderedDict()
+        self._bytes = 0
+
+    def __contains__(self, key: tuple[int, str]) -> bool:
+        if key in self._texts:
+            self._texts.move_to_end(key)
+            return True
+        return False
+
+    def add(self, key: tuple[int, str]) -> None:
+        if len(key[1]) > self.max_bytes:
+            return
+        self._texts[key] = None
+        self._bytes += len(key[1])
+        while len(self._texts) > self.max_entries or self._bytes > self.max_bytes:
+            old, _ = self._texts.popitem(last=False)
+            self._bytes -= len(old[1])
+
+
+_VERDICTS = _Verdicts()
+
+
 def _fast_load(text: str, max_depth: int) -> Any:
     """`text` read by orjson when that is certainly what json and the checks below would
     make of it, else _SLOW.
@@ -158,10 +189,14 @@ def _fast_load(text: str, max_depth: int) -> Any:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError:
         return _SLOW
+    key = (max_depth, text)
+    if key in _VERDICTS:
+        return obj
     kind = type(obj)
     if kind is float or ((kind is dict or kind is list) and
                          not _floatless_within(obj, max_depth)):
         return _SLOW
+    _VERDICTS.add(key)
     return obj
 
 

@@ -196,6 +196,9 @@ def _normalized(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 def statuses_equal(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
     """Order-insensitive comparison, as upstream's equality check."""
+    # Equal lists normalize alike: the steady pass (nothing changed) needs no sorting.
+    if old == new:
+        return True
     return len(old) == len(new) and _normalized(old) == _normalized(new)
 
 
