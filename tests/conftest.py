@@ -24,5 +24,9 @@ if os.environ.get("DECIDER_SPEC_CACHE") == "off":
 
 @pytest.fixture(autouse=True)
 def _cached_specs_stay_unchanged() -> Iterator[None]:
+    # Each test starts with empty caches: what it leaves is checked, and checking stays as
+    # cheap as the test's own JobSets (a scaling test's would make every later check slow).
+    for cache in CACHES:
+        cache.clear()
     yield
     spec_cache_check.verify()

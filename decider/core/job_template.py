@@ -19,6 +19,10 @@ import orjson
 from decider.core.jobset_spec import ReplicatedJob, Spec
 from decider.core.plain_json import is_plain
 
+# The memo entry of claim positions in Spec.job_templates: not a string, so no replicated Job
+# name can be it.
+_CLAIMS = object()
+
 
 @dataclass(frozen=True, slots=True)
 class JobTemplate:
@@ -68,14 +72,41 @@ def mounts_volume(pod_spec: Any, volume: str) -> bool:
     return False
 
 
+def _claim_positions(spec: Spec) -> dict[str, list[int]]:
+    """Where each PVC template name stands among all of them, in order (a name may repeat)."""
+    found = spec.job_templates.get(_CLAIMS)
+    if found is None:
+        found = {}
+        position = 0
+        for policy in spec.volume_claim_policies:
+            for template in policy.get("templates") or ():
+                name = ((template or {}).get("metadata") or {}).get("name", "")
+                if name:
+                    found.setdefault(name, []).append(position)
+                position += 1
+        spec.job_templates[_CLAIMS] = found
+    return found
+
+
 def _mounted_claims(spec: Spec, pod_spec: dict[str, Any]) -> tuple[str, ...]:
-    names = []
-    for policy in spec.volume_claim_policies:
-        for template in policy.get("templates") or ():
-            name = ((template or {}).get("metadata") or {}).get("name", "")
-            if name and mounts_volume(pod_spec, name):
-                names.append(name)
-    return tuple(names)
+    """The PVC template names a container of the pod mounts, in the templates' order, each as
+    often as it is listed: mounts_volume asked of every template, but from the pod's mounts, so
+    that many replicated Jobs and many templates do not multiply."""
+    if not spec.volume_claim_policies:
+        return ()
+    positions = _claim_positions(spec)
+    mounted: set[str] = set()
+    for key in ("containers", "initContainers"):
+        containers = pod_spec.get(key)
+        for container in containers if isinstance(containers, list) else ():
+            mounts = container.get("volumeMounts") if isinstance(container, dict) else None
+            for mount in mounts if isinstance(mounts, list) else ():
+                name = mount.get("name") if isinstance(mount, dict) else None
+                # A name that is no string equals no template name (they are strings).
+                if isinstance(name, str):
+                    mounted.add(name)
+    order = sorted((p, name) for name in mounted for p in positions.get(name, ()))
+    return tuple(name for _, name in order)
 
 
 def job_template(spec: Spec, rjob: ReplicatedJob) -> JobTemplate:

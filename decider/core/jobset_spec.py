@@ -103,7 +103,7 @@ class Spec:
     # What building a replicated Job's Jobs needs from its template (decider/core/
     # job_template.py), worked out the first time a pass builds one: a memo of pure functions
     # of this spec, so filling it changes no answer.
-    job_templates: dict[str, Any]
+    job_templates: dict[Any, Any]
 
 
 @dataclass(frozen=True, slots=True)

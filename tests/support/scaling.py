@@ -91,10 +91,11 @@ def _settled(observed: Observed) -> Observed:
 def _observed(js: dict[str, Any], jobs: list[ObservedJob], *, gates: dict[str, bool] = (),
               pods: list[ObservedPod] = (), objects: list[ObservedObject] | None = None
               ) -> Observed:
+    # A plan budget, as the server sets one: the pass then sizes the Jobs it creates first.
     return Observed(jobset=js, now=NOW, jobs=jobs, pods=list(pods),
                     objects=[ObservedObject(api_version="v1", kind="Service", name="js")]
                     if objects is None else objects,
-                    options=Options(feature_gates=dict(gates)))
+                    options=Options(feature_gates=dict(gates), max_plan_bytes=64 << 20))
 
 
 def steady(shape: Shape) -> Observed:
@@ -242,3 +243,17 @@ SITUATIONS: dict[str, Callable[[Shape], Observed]] = {
     f.__name__: f for f in (steady, restart, recreate, restart_job_steady, restart_job_recreate,
                             restart_job_failed, failed, succeeded, elastic, resume, suspend,
                             in_order, depends_on, in_place, gang, volumes)}
+
+
+def request(observed: Observed) -> bytes:
+    """The DecideRequest a client would send for `observed`, serialized."""
+    from upstream.raw_parity import job_object, other_object, pod_object
+
+    from decider_client import observe
+
+    owned = [*(job_object(j) for j in observed.jobs),
+             *(other_object(o) for o in observed.objects),
+             *(pod_object(p) for p in observed.pods)]
+    req = observe.build_decide_request(observed.jobset, owned, observed.now,
+                                       feature_gates=dict(observed.options.feature_gates))
+    return req.SerializeToString(deterministic=True)
