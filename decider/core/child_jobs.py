@@ -10,6 +10,8 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
+
 from decider.core import constants as c
 from decider.core.children import RestartCounters
 from decider.core.job_manifests import JobJson, LazyJobAction
@@ -17,6 +19,9 @@ from decider.core.job_template import job_template, mounts_volume
 from decider.core.jobset import JobSet, ReplicatedJob
 from decider.core.model import Action
 from decider.core.state import copy_json
+
+# Jobs a builder builds before it writes the rest from pieces (job_manifests.JobJson).
+_DIRECT = 2
 
 __all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
            "job_name", "mounts_volume", "owner_reference", "persistent_volume_claims",
@@ -80,6 +85,8 @@ class ReplicatedJobBuilder:
                     self.exclusive[c.NODE_SELECTOR_STRATEGY] = source[c.NODE_SELECTOR_STRATEGY]
         self.claims = [(name, pvc_name(js.name, name)) for name in self.template.mounted_claims]
         self._json: JobJson | None | bool = False  # not worked out yet
+        self._built = 0
+        self._last: tuple[int, bytes] | None = None
 
     @property
     def plain(self) -> bool:
@@ -98,10 +105,30 @@ class ReplicatedJobBuilder:
 
     def json(self, index: int) -> bytes | None:
         """The manifest of Job `index` as the answer writes it (compact, UTF-8), made without
-        building it (job_manifests.py); None when only building it tells."""
-        if self._json is False:
-            self._json = JobJson.of(self) if self.plain else None
-        return self._json.render(index) if self._json is not None else None
+        building it (job_manifests.py) once this builder has made a few; None when only
+        building it tells."""
+        if not self.plain:
+            return None
+        if self._last is not None and self._last[0] == index:
+            return self._last[1]
+        if self._json is False and self._built < _DIRECT:
+            # Splitting the manifest costs a few builds: not worth it for a Job or two (a
+            # JobSet of many replicated Jobs of one Job each).
+            self._built += 1
+            try:
+                out = orjson.dumps(self.build(index))
+            except orjson.JSONEncodeError:  # a key or value orjson refuses: json decides
+                return None
+        else:
+            if self._json is False:
+                assert self._last is not None  # the Jobs built directly before
+                self._json = JobJson.of(self, self._last[1])
+            if self._json is None:
+                return None
+            out = self._json.render(index)
+        # The plan budget sizes the first Job of a replicated Job, then the answer writes it.
+        self._last = (index, out)
+        return out
 
     def action(self, index: int) -> Action:
         """The CreateJob action of Job `index`; its manifest is built when first read."""

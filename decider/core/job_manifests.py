@@ -44,21 +44,6 @@ def _open_string(text: str) -> bytes:
     return orjson.dumps(text)[:-1]
 
 
-def _markers(value: Any) -> int:
-    """How many markers `value` holds as string values."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
-        elif type(item) is str and item.startswith("\x00jobset-decider:"):
-            count += 1
-    return count
-
-
 class JobJson:
     """The JSON of every Job one builder makes: fixed pieces, and which string goes between."""
 
@@ -75,9 +60,14 @@ class JobJson:
         self.open_namespaced = _open_string(f"{js.namespace}_{prefix}")
 
     @classmethod
-    def of(cls, builder: ReplicatedJobBuilder) -> JobJson | None:
-        """None when the manifest cannot be split exactly (it would hold a marker of its own,
-        or orjson refuses it): its Jobs are then built and written one by one."""
+    def of(cls, builder: ReplicatedJobBuilder, sample: bytes) -> JobJson | None:
+        """sample: a Job of this builder as the answer writes it. None when the manifest
+        cannot be split exactly (something in it reads like a marker, or orjson refuses it):
+        its Jobs are then built and written one by one."""
+        # The sample is the marked manifest but for the per-Job strings: without a marker's
+        # text in it, every marker in the marked one is one placed here.
+        if _MARKER_PREFIX in sample:
+            return None
         marked_keys = {key: _MARKER.format(slot) for key, slot in _INDEX_KEYS.items()
                        if key != c.JOB_RESTART_ATTEMPT or builder.job_restarts is not None}
         manifest = builder.manifest(_MARKER.format("name"), marked_keys,
@@ -88,8 +78,7 @@ class JobJson:
             return None
         parts = _MARKED.split(text)
         pieces, slots = parts[0::2], [p.decode() for p in parts[1::2]]
-        # Every marker found is one placed, and no other text looks like one.
-        if len(slots) != _markers(manifest) or text.count(_MARKER_PREFIX) != len(slots):
+        if text.count(_MARKER_PREFIX) != len(slots):
             return None
         return cls(builder, pieces, slots)
 
