@@ -128,8 +128,9 @@ def _hostile_mix(rng: random.Random) -> list[tuple[str, bytes]]:
 
 
 class Server:
-    def __init__(self, label: str, cwd: Path, workers: int) -> None:
-        env = dict(os.environ, PYTHONPATH=f"{cwd}:{cwd / 'clients' / 'python'}")
+    def __init__(self, label: str, cwd: Path, workers: int,
+                 env: dict[str, str] | None = None) -> None:
+        env = dict(os.environ, PYTHONPATH=f"{cwd}:{cwd / 'clients' / 'python'}", **(env or {}))
         args = [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
                 "--port", "0"]
         if workers and (cwd / "decider" / "pool.py").exists():
@@ -178,9 +179,11 @@ async def _drive(target: str, items: list[tuple[str, bytes]], count: int | None,
     codes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     latencies: dict[str, list[float]] = collections.defaultdict(list)
     async with grpc.aio.insecure_channel(target, options=options) as channel:
-        calls = {m: channel.unary_unary(f"/decider.v1.Decider/{m}", request_serializer=_identity,
+        # A method name of the Decider service, or a full path ("/grpc.health.v1.Health/Check").
+        calls = {m: channel.unary_unary(m if m.startswith("/") else f"/decider.v1.Decider/{m}",
+                                        request_serializer=_identity,
                                         response_deserializer=_identity)
-                 for m in ("Decide", "Validate", "PlanGang", "PodSets")}
+                 for m in {m for m, _ in items} | {"Decide"}}
         warm_up = _decide(_jobset()).SerializeToString()
         await calls["Decide"](warm_up, timeout=30, wait_for_ready=True)
         started = time.monotonic()

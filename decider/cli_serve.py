@@ -193,7 +193,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 else config.webhook.cert_file)
 
     try:
-        asyncio.run(server.serve(config, on_ready=ready, telemetry=otel))
+        with asyncio.Runner(loop_factory=server.new_event_loop) as runner:
+            runner.run(server.serve(config, on_ready=ready, telemetry=otel))
     except OSError as exc:
         otel.shutdown()
         if config.decision_log and getattr(exc, "filename", None) == config.decision_log:

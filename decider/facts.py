@@ -42,12 +42,14 @@ def decision_facts(decision: Decision, decision_id: str) -> dict[str, Any]:
         JOBSET_UID: str(meta.get("uid") or ""),
         DECISION_ID: decision_id,
         ACTIONS_TOTAL: len(decision.plan.actions),
-        RESTARTS_BEFORE: _int(before.get("restarts")),
-        RESTARTS_AFTER: _int(after.get("restarts")),
-        RESTARTS_COUNTING_AFTER: _int(after.get("restartsCountTowardsMax")),
         TERMINAL_BEFORE: str(before.get("terminalState") or ""),
         TERMINAL_STATE: str(after.get("terminalState") or ""),
     }
+    # Restart counters only for a JobSet that has restarted: every attribute costs each span.
+    restarts = (_int(before.get("restarts")), _int(after.get("restarts")),
+                _int(after.get("restartsCountTowardsMax")))
+    if any(restarts):
+        facts[RESTARTS_BEFORE], facts[RESTARTS_AFTER], facts[RESTARTS_COUNTING_AFTER] = restarts
     for action in decision.plan.actions:
         key = ACTION_COUNT + action.type
         facts[key] = facts.get(key, 0) + 1

@@ -124,7 +124,7 @@ class _Job:
 
 
 class _Worker:
-    def __init__(self, proc: asyncio.subprocess.Process, channel: _Channel) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], channel: _Channel) -> None:
         self.proc = proc
         self.channel = channel
         self.job: _Job | None = None
@@ -132,6 +132,10 @@ class _Worker:
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -142,10 +146,22 @@ class _Worker:
         if self.channel.transport is not None:
             self.channel.transport.close()
 
+    async def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status once the worker has exited (and is reaped), None after `timeout`.
+        Polled: workers are spawned with subprocess (vfork), not the loop's child watcher."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        delay = 0.002
+        while (code := self.proc.poll()) is None:
+            if deadline is not None and loop.time() >= deadline:
+                return None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        return code
+
     async def exit_description(self) -> str:
-        try:
-            code = await asyncio.wait_for(self.proc.wait(), 1.0)
-        except TimeoutError:
+        code = await self.wait(1.0)
+        if code is None:
             return "stopped answering"
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ \
@@ -195,10 +211,12 @@ class WorkerPool:
     async def _spawn(self) -> _Worker:
         parent_sock, child_sock = socket.socketpair()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "decider.worker", "--fd", str(child_sock.fileno()),
-                "--parent-pid", str(os.getpid()), "--max-memory-mb", str(self.max_memory_mb),
-                "--limits", worker_main.limits_argument(self.limits),
+            # subprocess spawns with vfork: a fork of this gRPC process (as uvloop's spawn
+            # does) runs gRPC's fork handlers, which warn on every spawn.
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "decider.worker", "--fd", str(child_sock.fileno()),
+                 "--parent-pid", str(os.getpid()), "--max-memory-mb", str(self.max_memory_mb),
+                 "--limits", worker_main.limits_argument(self.limits)],
                 pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL)
         except BaseException:
@@ -229,7 +247,7 @@ class WorkerPool:
             return
         self.replaced += 1
         spare, self._spare = self._spare, None
-        if spare is not None and spare.proc.returncode is None and not spare.channel.closed:
+        if spare is not None and spare.alive and not spare.channel.closed:
             self._all.add(spare)
             self._next(spare)
         self._background(self._replace())
@@ -240,7 +258,7 @@ class WorkerPool:
         task.add_done_callback(self._tasks.discard)
 
     def _reap(self, w: _Worker) -> None:
-        self._background(w.proc.wait())
+        self._background(w.wait())
 
     async def _replace(self) -> None:
         """Start a worker: a pool member if the pool is short, else the new spare."""
@@ -278,11 +296,9 @@ class WorkerPool:
             w.close()
         deadline = time.monotonic() + timeout
         for w in list(self._all):
-            try:
-                await asyncio.wait_for(w.proc.wait(), max(0.0, deadline - time.monotonic()))
-            except TimeoutError:
+            if await w.wait(max(0.0, deadline - time.monotonic())) is None:
                 w.kill()
-                await w.proc.wait()
+                await w.wait()
         self._all.clear()
         for job in self._pending:
             if not job.future.done():

@@ -45,6 +45,14 @@ DEFAULT_MAX_CONNECTION_AGE_SECONDS = 300.0
 _STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop: gRPC's per-RPC work on the loop costs ~20% less CPU than on
+    asyncio's (bench: the empty RPC), and this loop does nothing else."""
+    import uvloop
+
+    return uvloop.new_event_loop()
+
+
 def available_cpus() -> int:
     """The cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota (a
     container's `resources.limits.cpu`), which os.cpu_count() does not see."""
@@ -286,7 +294,7 @@ class BackgroundServer:
         limits = config.pop("limits", Limits(max_message_bytes=max_message_bytes))
         self.config = ServerConfig(address=address, limits=limits, workers=workers, **config)
         self._telemetry = telemetry
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="decider-server")
         self._running: Running | None = None

@@ -107,17 +107,22 @@ def test_sigterm_under_load_finishes_every_rpc_in_flight() -> None:
             await asyncio.sleep(0.3)
             sent_at_signal = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            await asyncio.sleep(0.1)
-            status = (await health.Check(health_pb2.HealthCheckRequest(), timeout=5)).status
+            # "At once": within a few hundred milliseconds even on a loaded machine.
+            status = health_pb2.HealthCheckResponse.SERVING
+            for _ in range(20):
+                await asyncio.sleep(0.05)
+                status = (await health.Check(health_pb2.HealthCheckRequest(), timeout=5)).status
+                if status == health_pb2.HealthCheckResponse.NOT_SERVING:
+                    break
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING
             later = []
-            for _ in range(20):  # keep sending through the drain delay and after it
+            for _ in range(30):  # keep sending through the drain delay and well after it
                 later.append(asyncio.ensure_future(one()))
                 await asyncio.sleep(0.1)
             await asyncio.gather(*in_flight, *later)
             before = [code for sent, code in outcomes if sent <= 0]
             during = [code for sent, code in outcomes if 0 < sent < 0.9]
-            after = [code for sent, code in outcomes if sent > 1.2]
+            after = [code for sent, code in outcomes if sent > 2.0]
             assert len(before) == 32 and set(before) == {"OK"}, before
             assert during and set(during) == {"OK"}, during
             assert after and set(after) == {"UNAVAILABLE"}, after

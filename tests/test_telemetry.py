@@ -233,24 +233,34 @@ def test_spans_and_metrics_arrive_at_a_real_otlp_receiver(protocol: str, receive
     with receiver() as rx:
         proc, target, _ = _serve({"OTEL_TRACES_EXPORTER": "otlp",
                                   "OTEL_METRICS_EXPORTER": "otlp",
+                                  "OTEL_LOGS_EXPORTER": "otlp",
                                   "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
                                   "OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint,
                                   "OTEL_METRIC_EXPORT_INTERVAL": "200",
-                                  "OTEL_BSP_SCHEDULE_DELAY": "100"})
+                                  "OTEL_BSP_SCHEDULE_DELAY": "100",
+                                  "OTEL_BLRP_SCHEDULE_DELAY": "100"})
         try:
             _every_rpc(target)
+            # A refused request is logged (INFO), and the log record travels too.
+            with grpc.insecure_channel(target) as channel, pytest.raises(grpc.RpcError):
+                pb_grpc.DeciderStub(channel).Decide(pb.DecideRequest(jobset_json="{"),
+                                                    timeout=10)
             got = rx.received
             assert got.wait(lambda: any(s.name == "decider.v1.Decider/Decide"
                                         for _, s in got.spans()))
             assert got.wait(lambda: {"decider.decisions", "decider.decision.duration",
                                      "decider.actions"} <= got.metric_names())
             assert got.data_points("decider.decisions")
+            assert got.wait(lambda: any(
+                "INVALID_ARGUMENT" in r.body.string_value
+                for req in got.logs for rl in req.resource_logs for sl in rl.scope_logs
+                for r in sl.log_records))
         finally:
             _stop(proc)
         services = {service for service, _ in got.spans()}
         assert services == {"jobset-decider"}
         if protocol == "http/protobuf":
-            assert "/v1/traces" in rx.paths and "/v1/metrics" in rx.paths
+            assert {"/v1/traces", "/v1/metrics", "/v1/logs"} <= set(rx.paths)
 
 
 def test_prometheus_scrape_on_metrics_port() -> None:

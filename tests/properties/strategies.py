@@ -367,14 +367,15 @@ junk = st.recursive(_scalars, lambda children: st.one_of(
     st.lists(children, max_size=4), st.dictionaries(_keys, children, max_size=4)), max_leaves=12)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value: the key/index path to it, the root's being ()."""
     out = [prefix]
     if isinstance(value, dict):
         for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
+            out.extend(paths(v, (*prefix, k)))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
+            out.extend(paths(v, (*prefix, i)))
     return out
 
 
@@ -383,7 +384,7 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[Any]) -> Any:
     """A well-formed value with junk planted at one to three random places (or a key dropped)."""
     value = copy.deepcopy(draw(base))
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(value)))
+        path = draw(st.sampled_from(paths(value)))
         if not path:
             value = draw(junk)
             continue

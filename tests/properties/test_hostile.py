@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
-from properties.strategies import examples, observeds, to_request
+from properties.strategies import examples, observeds, paths, to_request
 
 # Far above what any of these inputs needs, far below "unbounded": a pathological pattern under
 # a backtracking engine, or a loop over 2^31 replicas, runs past it.
@@ -41,17 +41,6 @@ def stub() -> Iterator[pb_grpc.DeciderStub]:
     with BackgroundServer(workers=2, max_decision_seconds=TIME_BOUND * 2) as srv, \
             grpc.insecure_channel(srv.target, big) as channel:
         yield pb_grpc.DeciderStub(channel)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
 
 
 def _set(root: Any, path: tuple[Any, ...], value: Any) -> Any:
@@ -94,13 +83,13 @@ def hostile_jobsets(draw: st.DrawFn, base: dict[str, Any]) -> str:
                 "name": f"r{draw(st.integers(0, 9))}", "action": "FailJobSet",
                 "onJobFailureMessagePatterns": [draw(st.sampled_from(PATHOLOGICAL))]})
         elif kind == "surrogate-value":
-            js = _set(js, draw(st.sampled_from(_paths(js))), SURROGATE)
+            js = _set(js, draw(st.sampled_from(paths(js))), SURROGATE)
         elif kind == "surrogate-key":
-            dicts = [p for p in _paths(js) if isinstance(_get(js, p), dict)]
+            dicts = [p for p in paths(js) if isinstance(_get(js, p), dict)]
             if dicts:
                 _get(js, draw(st.sampled_from(dicts)))["k" + SURROGATE] = 1
         elif kind == "anywhere-huge":
-            js = _set(js, draw(st.sampled_from(_paths(js))), draw(st.sampled_from(HUGE)))
+            js = _set(js, draw(st.sampled_from(paths(js))), draw(st.sampled_from(HUGE)))
     return json.dumps(js).replace(json.dumps(SURROGATE)[1:-1], "\\ud800")
 
 

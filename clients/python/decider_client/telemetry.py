@@ -76,8 +76,9 @@ def _protocol(env: Mapping[str, str], signal: str) -> str:
 def _otlp(signal: str, protocol: str) -> Any:
     if protocol == "grpc":
         if signal == "traces":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-            return OTLPSpanExporter()
+            # The SDK's exporter with a faster encoding (span_encoding.py: the same messages).
+            from decider_client.span_encoding import FastOTLPSpanExporter
+            return FastOTLPSpanExporter()
         if signal == "metrics":
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
                 OTLPMetricExporter,
@@ -144,6 +145,40 @@ class Telemetry:
     metering: bool = False
     metrics_port: int = 0
     _shutdowns: list[Callable[[], Any]] = field(default_factory=list)
+    # For record_span: the provider (its sampler, id generator, resource) and its processors.
+    _provider: Any = None
+    _processors: list[Any] = field(default_factory=list)
+    _scope: Any = None
+
+    def record_span(self, name: str, kind: trace.SpanKind, parent: Any,
+                    attributes: Mapping[str, Any], start_ns: int, end_ns: int,
+                    status: Any = None) -> trace.SpanContext | None:
+        """A finished span, made in one step: for a span whose every attribute is known when
+        it ends (a decider RPC). It skips what a live SDK span costs per attribute and per
+        update (~55 µs for twenty attributes), while keeping the provider's sampler, ids,
+        resource and processors. Returns its context, or None when it is not sampled."""
+        if self._provider is None:
+            return None
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.trace import SpanContext, TraceFlags
+
+        parent_ctx = trace.get_current_span(parent).get_span_context()
+        trace_id = parent_ctx.trace_id if parent_ctx.is_valid else \
+            self._provider.id_generator.generate_trace_id()
+        sampled = self._provider.sampler.should_sample(parent, trace_id, name, kind, attributes)
+        if not sampled.decision.is_sampled():
+            return None
+        ctx = SpanContext(trace_id, self._provider.id_generator.generate_span_id(),
+                          is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                          trace_state=sampled.trace_state)
+        span = ReadableSpan(name, ctx, parent_ctx if parent_ctx.is_valid else None,
+                            self._provider.resource, dict(attributes), kind=kind,
+                            status=status or trace.Status(trace.StatusCode.UNSET),
+                            start_time=start_ns, end_time=end_ns,
+                            instrumentation_scope=self._scope)
+        for processor in self._processors:
+            processor.on_end(span)
+        return ctx
 
     def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
         """Flush what can be flushed in `timeout`, then give up: an unreachable collector must
@@ -192,8 +227,13 @@ def setup(service_name: str, *, metrics_port: int = 0, env: Mapping[str, str] | 
                                 "service.version": VERSION})
     _quiet_exporter_logs()
     out = disabled()
-    out.tracer, out.tracing = _tracing(resource, traces, protocols["traces"], span_exporters,
-                                       out._shutdowns) or (out.tracer, False)
+    tracing = _tracing(resource, traces, protocols["traces"], span_exporters, out._shutdowns)
+    if tracing is not None:
+        out.tracer, out._provider, out._processors = tracing
+        out.tracing = True
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+        out._scope = InstrumentationScope("jobset-decider", VERSION)
     readers = list(metric_readers)
     for name in metric_names:
         if name == "prometheus":
@@ -228,7 +268,7 @@ def setup(service_name: str, *, metrics_port: int = 0, env: Mapping[str, str] | 
 
 
 def _tracing(resource: Any, names: list[str], protocol: str, extra: Sequence[Any],
-             shutdowns: list[Callable[[], Any]]) -> tuple[trace.Tracer, bool] | None:
+             shutdowns: list[Callable[[], Any]]) -> tuple[trace.Tracer, Any, list[Any]] | None:
     if not (names or extra):
         return None
     from opentelemetry.sdk.trace import TracerProvider
@@ -239,13 +279,15 @@ def _tracing(resource: Any, names: list[str], protocol: str, extra: Sequence[Any
     )
 
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    processors: list[Any] = []
     for name in names:
         exporter = ConsoleSpanExporter() if name == "console" else _otlp("traces", protocol)
-        provider.add_span_processor(BatchSpanProcessor(exporter))
-    for exporter in extra:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        processors.append(BatchSpanProcessor(exporter))
+    processors.extend(SimpleSpanProcessor(exporter) for exporter in extra)
+    for processor in processors:
+        provider.add_span_processor(processor)
     shutdowns.append(provider.shutdown)
-    return provider.get_tracer("jobset-decider", VERSION), True
+    return provider.get_tracer("jobset-decider", VERSION), provider, processors
 
 
 def _prometheus(port: int, env: Mapping[str, str]) -> Any:
