@@ -105,8 +105,8 @@ def failure(code: int, message: str, extra: tuple[bytes, bytes] = (b"", b"")) ->
 
 
 def _decide(request: pb.DecideRequest, limits: Limits, facts: bool,
-            received_bytes: int | None) -> tuple[Message, dict[str, Any]]:
-    decision = convert.decide_request(request, limits, received_bytes=received_bytes)
+            received: bytes | None) -> tuple[Message, dict[str, Any]]:
+    decision = convert.decide_request(request, limits, received=received)
     decision_id = decision.response.decision_id
     if not facts:
         return decision.response, {DECISION_ID: decision_id}
@@ -116,13 +116,13 @@ def _decide(request: pb.DecideRequest, limits: Limits, facts: bool,
 
 
 def answer_with_facts(method: str, request: Any, limits: Limits, *, facts: bool = True,
-                      received_bytes: int | None = None) -> tuple[Message, dict[str, Any]]:
+                      received: bytes | None = None) -> tuple[Message, dict[str, Any]]:
     """The answer to a parsed request and what it was about (only its decision id unless
-    `facts`); raises InvalidInput or TooLarge. received_bytes: the length of the bytes
-    `request` was parsed from, when it was (limits.check_decide_request)."""
+    `facts`); raises InvalidInput or TooLarge. received: the bytes `request` was parsed
+    from, when it was (limits.check_decide_request)."""
     try:
         if method == "Decide":
-            return _decide(request, limits, facts, received_bytes)
+            return _decide(request, limits, facts, received)
         return METHODS[method].answer(request, limits), {}
     except RecursionError:
         # json_input bounds nesting, so this would be a recursive step the bound does not
@@ -182,7 +182,7 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
     try:
         response, facts = answer_with_facts(method, request, limits,
                                             facts=bool(want & WANT_FACTS),
-                                            received_bytes=len(payload))
+                                            received=payload)
         body = response.SerializeToString()
     except (InvalidInput, TooLarge, MemoryError) as exc:
         code = INVALID_ARGUMENT if isinstance(exc, InvalidInput) else RESOURCE_EXHAUSTED
