@@ -149,7 +149,7 @@ class _Verdicts:
     text (a JobSet is sent again and again unchanged). A pure function of the text: keyed by
     it in full, bounded in bytes and entries, oldest out first; per process."""
 
-    def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, max_entries: int = 1024, max_bytes: int = 8 * 1024 * 1024) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._texts: OrderedDict[tuple[int, str], None] = OrderedDict()

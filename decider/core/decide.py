@@ -198,9 +198,11 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
     counters: RestartCounters | None = None
     for index, rjob in enumerate(js.replicated_jobs):
         replicas[rjob.name] = rjob.replicas
+        # job_name spelled inline: this asks for every Job of every pass.
+        prefix = f"{js.name}-{rjob.name}-"
+        names = children.names
         missing = [] if blocked else [
-            i for i in range(rjob.replicas) if job_name(js.name, rjob.name, i) not in
-            children.names]
+            i for i in range(rjob.replicas) if f"{prefix}{i}" not in names]
         if not dependencies_met(rjob, replicas, statuses):
             if missing:
                 deps = ", ".join(f"{d.name} {d.status}" for d in rjob.depends_on)
@@ -217,9 +219,11 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                            f"spec.replicatedJobs[{index}]",
                            f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
             # Creates run in parallel upstream: a name held by another owner fails alone.
-            names = {i: job_name(js.name, rjob.name, i) for i in missing}
-            held = [foreign[n] for n in names.values() if n in foreign]
-            creatable = [i for i in missing if names[i] not in foreign]
+            held = [foreign[n] for n in (job_name(js.name, rjob.name, i) for i in missing)
+                    if n in foreign] if foreign else []
+            creatable = [i for i in missing
+                         if job_name(js.name, rjob.name, i) not in foreign] if foreign \
+                else missing
             for i in creatable:
                 # Its manifest is built when someone reads it (job_manifests.py).
                 st.act(builder.action(i))

@@ -17,8 +17,10 @@ property test both ways).
   Nothing a pass reads from an entry is written to: its typed parts are frozen, its JSON (Job
   and PVC templates, the status) is only ever copied into plans (`verify` checks it in tests).
 - What raises while read is not cached: the error is found again, in the same order.
-- Bounded in entries and in key bytes (the parsed object holds about as much again), least
-  recently used out first. Each process has its own: a decision worker keeps what it saw.
+- Bounded in entries and in key bytes, least recently used out first: 256 entries and 8 MiB
+  of keys each; a parsed JobSet takes a few times its key in memory, so a worker keeps a few
+  tens of MB at worst (JobSets near the 3 MiB object limit) and ~1 MB for 256 typical ones.
+  Each process has its own: a decision worker keeps what it saw.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 MAX_ENTRIES = 256
-MAX_KEY_BYTES = 32 * 1024 * 1024
+MAX_KEY_BYTES = 8 * 1024 * 1024
 
 
 class Entry(NamedTuple):
