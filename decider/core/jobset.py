@@ -100,14 +100,15 @@ def parse_jobset(obj: Any) -> JobSet:
     if found is not None:
         return found
     if key is None:
-        return _parse(obj)
+        return _parse(obj, private=False)
     source = JOBSETS.private_copy(key)
-    js = _parse(source)
+    js = _parse(source, private=True)
     JOBSETS.put(key, js, source)
     return js
 
 
-def _parse(obj: Any) -> JobSet:
+def _parse(obj: Any, private: bool) -> JobSet:
+    """private: `obj` is a cache's own copy, which nobody changes: its spec needs no other."""
     if not isinstance(obj, dict):
         raise InvalidInput.at("jobset", "must be a JSON object")
     kind = obj.get("kind")
@@ -131,7 +132,7 @@ def _parse(obj: Any) -> JobSet:
     source = None
     head = None
     if spec is None:
-        source = raw_spec if key is None else SPECS.private_copy(key)
+        source = raw_spec if key is None or private else SPECS.private_copy(key)
         head = parse_head(source)
     _validate_status(status)
     for field in ("creationTimestamp", "deletionTimestamp"):
