@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from decider import json_input, limits, summarize
+from decider import jobset_texts, json_input, limits, summarize
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.job_manifests import LazyJobAction
@@ -228,8 +228,12 @@ def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
     # A view has read its Job's name already: checked there, not read again.
     jobs = job_views(req.jobs) if views else None
     _check_job_names(jobs if jobs is not None else req.jobs, _job_field)
-    jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
-    limits.check_jobset_replicas(jobset, lim)
+    # A JobSet text decided before is not read or checked again (jobset_texts.py); only the
+    # one-decision path may share the core's copy.
+    jobset = jobset_texts.TEXTS.get(req.jobset_json, lim) if views else None
+    if jobset is None:
+        jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
+        limits.check_jobset_replicas(jobset, lim)
     return Observed(
         jobset=jobset,
         now=req.now.ToDatetime(tzinfo=UTC),
@@ -386,6 +390,7 @@ def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
         req, received = expanded_req, None
     observed = observed_from_proto(req, lim, views=True, received=received)
     plan = decide(observed)
+    jobset_texts.TEXTS.decided(req.jobset_json, lim, observed.jobset)
     response = plan_to_proto(plan)
     response.decision_id = decision_id("Decide", req)
     return Decision(response, observed, plan)
@@ -397,176 +402,25 @@ def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.D
 
 def validate_response(req: pb.ValidateRequest,
                       lim: Limits = limits.DEFAULT) -> pb.ValidateResponse:
-    """Admission: create (default, then validate) or update (validate against the old object).
+    """Admission of a JobSet or a gang-scheduled Job (decider/convert_validate.py)."""
+    from decider import convert_validate
 
-    A batch/v1 Job is checked against the gang rules of options.gang_api_version (the 1.36
-    parallelism freeze, 1.37 spec.scheduling); a JobSet by JobSet admission.
-    """
-    from decider.core import admission
-
-    gates = feature_gates(req.options)
-    obj = parse_object(req.object_json, "object_json", lim, in_field_paths=True)
-    limits.check_objects(req.objects, lim)
-    if _is_job(obj):
-        return _validate_job(req, obj, lim)
-    if req.old_object_json:
-        old = parse_object(req.old_object_json, "old_object_json", lim)
-        result = obj
-        errors = admission.validate_update(obj, old, gates)
-    else:
-        pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json", lim)
-                for i, o in enumerate(req.objects)
-                if o.kind == "PersistentVolumeClaim" and o.object_json}
-        result = admission.default_jobset(obj)
-        errors = admission.validate_create(result, gates, pvcs)
-    # A JobSet the decider would refuse to decide is refused at admission, where its author
-    # sees why, rather than left to fail every reconcile.
-    errors += [FieldError(f, m) for f, m in limits.jobset_replica_errors(result, lim)]
-    return _validation(errors, result)
-
-
-def _validation(errors: list[FieldError], obj: dict[str, Any]) -> pb.ValidateResponse:
-    return pb.ValidateResponse(
-        valid=not errors,
-        errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
-        object_json=_dumps(obj),
-    )
-
-
-def _is_job(obj: dict[str, Any]) -> bool:
-    return obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch/")
-
-
-def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any],
-                  lim: Limits) -> pb.ValidateResponse:
-    from decider.core.gang import validate_job_update
-
-    api_version, _ = gang_choice(req.options)
-    old = obj
-    if req.old_object_json:
-        old = parse_json(req.old_object_json, "old_object_json", lim)
-        if not isinstance(old, dict) or not _is_job(old):
-            raise InvalidInput.at("old_object_json", "must be a batch/v1 Job, as object_json is")
-    # The admission plugin looks the PodGroup up; a caller that sends none lets the rules of
-    # the generation say whether the old Job is gang scheduled.
-    existing = _gang_objects(req.objects, lim)
-    # A create is checked as an update from itself: only the rules on the new object apply.
-    try:
-        errors = validate_job_update(obj, old, api_version, existing or None)
-    except InvalidInput as exc:
-        raise _remap_existing(exc) from None
-    return _validation(errors, obj)
-
-
-def _gang_objects(objects: Any, lim: Limits) -> list[dict[str, Any]]:
-    limits.check_count(len(objects), "objects", lim.max_observed, "observed objects")
-    out = []
-    for i, o in enumerate(objects):
-        if not o.object_json:
-            raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
-        out.append(parse_object(o.object_json, f"objects[{i}].object_json", lim))
-    return out
-
-
-def _remap_existing(exc: InvalidInput) -> InvalidInput:
-    """The core names observed objects `existing[k]`; the request calls them `objects[k]`."""
-    errors = []
-    for e in exc.errors:
-        field = e.field
-        if field.startswith("existing["):
-            head, _, rest = field.partition("]")
-            field = f"objects[{head[len('existing['):]}].object_json{rest}"
-        errors.append(FieldError(field, e.message))
-    return type(exc)(errors)
-
-
-def _subject(text: str, lim: Limits) -> dict[str, Any]:
-    """The Job or JobSet a gang question is about, within the limits a Decide would apply."""
-    obj = parse_object(text, "object_json", lim, in_field_paths=True)
-    if obj.get("kind") == "JobSet":
-        limits.check_jobset_replicas(obj, lim)
-    return obj
+    return convert_validate.validate_response(req, lim)
 
 
 def plan_gang_response(req: pb.PlanGangRequest,
                        lim: Limits = limits.DEFAULT) -> pb.PlanGangResponse:
-    """Gang objects for a Job or JobSet; raises InvalidInput (naming the field) for bad input."""
-    from decider.core.gang import plan_gang
+    """Gang objects for a Job or JobSet (decider/convert_gang.py)."""
+    from decider import convert_gang
 
-    obj = _subject(req.object_json, lim)
-    api_version, target = gang_choice(req.options)
-    existing = _gang_objects(req.objects, lim)
-    try:
-        plan = plan_gang(obj, existing, api_version, target)
-    except InvalidInput as exc:
-        raise _remap_existing(exc) from None
-    return pb.PlanGangResponse(
-        objects_json=[_dumps(o) for o in plan.objects],
-        pod_template_patches=[pb.PodTemplatePatch(job_name=name, patch_json=_dumps(patch))
-                              for name, patch in plan.pod_template_patches.items()],
-        explanation=plan.explanation,
-        warnings=plan.warnings,
-        job_annotations=[pb.JobAnnotations(job_name=name, annotations=annotations)
-                         for name, annotations in plan.job_annotations.items()],
-        updates=[pb.ObjectPatch(object=_ref(u), patch_type=str(u.get("patchType") or ""),
-                                patch_json=_dumps(u.get("patch"))) for u in plan.updates],
-        deletes=[_ref(d) for d in plan.deletes],
-        mode=plan.mode,
-    )
-
-
-def _ref(ref: dict[str, Any]) -> pb.ObjectRef:
-    return pb.ObjectRef(api_version=str(ref.get("apiVersion") or ""),
-                        kind=str(ref.get("kind") or ""), name=str(ref.get("name") or ""),
-                        uid=str(ref.get("uid") or ""))
+    return convert_gang.plan_gang_response(req, lim)
 
 
 def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> pb.PodSetsResponse:
-    """Kueue's pod sets of a Job or JobSet beside the gang minCount that covers each."""
-    from decider.core.gang import pod_sets
+    """Kueue's pod sets beside the gang minCount (decider/convert_gang.py)."""
+    from decider import convert_gang
 
-    obj = _subject(req.object_json, lim)
-    api_version, _ = gang_choice(req.options)
-    out = pb.PodSetsResponse()
-    for info in pod_sets(obj, api_version):
-        msg = out.pod_sets.add(name=info.name, count=info.count, warnings=info.warnings)
-        if info.replicated_job is not None:
-            msg.replicated_job = info.replicated_job
-        if info.gang_podgroup is not None:
-            msg.gang.pod_group = info.gang_podgroup
-            msg.gang.template = info.gang_template or ""
-            msg.gang.pod_sets.extend(info.gang_pod_sets)
-            if info.gang_min_count is not None:
-                msg.gang.min_count = info.gang_min_count
-        msg.pod_requests.update(info.pod_requests)
-        msg.total_requests.update(info.total_requests)
-        msg.node_selector.update(info.node_selector)
-        msg.tolerations.extend(_toleration(t) for t in info.tolerations)
-        if info.topology_request is not None:
-            msg.topology_request.CopyFrom(_topology_request(info.topology_request))
-    return out
-
-
-def _toleration(t: Toleration) -> pb.Toleration:
-    msg = pb.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
-    if t.toleration_seconds is not None:
-        msg.toleration_seconds = t.toleration_seconds
-    return msg
-
-
-_TOPOLOGY_FIELDS = {"required": "required", "preferred": "preferred",
-                    "unconstrained": "unconstrained", "podIndexLabel": "pod_index_label",
-                    "subGroupIndexLabel": "sub_group_index_label",
-                    "subGroupCount": "sub_group_count", "podSetGroupName": "pod_set_group_name",
-                    "podSetSliceRequiredTopology": "pod_set_slice_required_topology",
-                    "podSetSliceSize": "pod_set_slice_size"}
-
-
-def _topology_request(request: dict[str, Any]) -> pb.PodSetTopologyRequest:
-    msg = pb.PodSetTopologyRequest()
-    for key, value in request.items():
-        setattr(msg, _TOPOLOGY_FIELDS[key], value)
-    return msg
+    return convert_gang.pod_sets_response(req, lim)
 
 
 def simulate_response(req: pb.SimulateRequest,

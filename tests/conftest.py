@@ -16,6 +16,7 @@ from support import spec_cache_check
 spec_cache_check.install()
 
 from decider.core.spec_cache import CACHES  # noqa: E402
+from decider.jobset_texts import TEXTS  # noqa: E402
 
 if os.environ.get("DECIDER_SPEC_CACHE") == "off":
     for cache in CACHES:
@@ -28,5 +29,6 @@ def _cached_specs_stay_unchanged() -> Iterator[None]:
     # cheap as the test's own JobSets (a scaling test's would make every later check slow).
     for cache in CACHES:
         cache.clear()
+    TEXTS.clear()
     yield
     spec_cache_check.verify()

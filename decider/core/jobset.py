@@ -95,6 +95,9 @@ def is_independent(annotations: dict[str, str]) -> bool:
 
 def parse_jobset(obj: Any) -> JobSet:
     """Read a JobSet object (as the API server serves it) into the typed, defaulted view."""
+    found = JOBSETS.get_by_source(obj)
+    if found is not None:
+        return found
     key = JOBSETS.key(obj) if type(obj) is dict else None
     found = JOBSETS.get(key)
     if found is not None:

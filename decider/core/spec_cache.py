@@ -47,6 +47,9 @@ class ContentCache:
         self.max_bytes = max_bytes
         self.enabled = True
         self._entries: OrderedDict[bytes, Entry] = OrderedDict()
+        # id(source) -> key: an entry's own copy, handed back by the adapter, is found without
+        # encoding it again. The entry holds the copy, so no other live object has its id.
+        self._by_source: dict[int, bytes] = {}
         self._bytes = 0
         self.hits = 0
         self.misses = 0
@@ -71,6 +74,22 @@ class ContentCache:
         self._entries.move_to_end(key)
         return found.value
 
+    def get_by_source(self, obj: Any) -> Any:
+        """The value cached for `obj` when `obj` is an entry's own copy; else None."""
+        if not self.enabled:
+            return None
+        key = self._by_source.get(id(obj))
+        if key is None:
+            return None
+        self.hits += 1
+        self._entries.move_to_end(key)
+        return self._entries[key].value
+
+    def source_of(self, key: bytes | None) -> Any:
+        """The entry's own copy of what `key` encodes, if it is cached."""
+        entry = self._entries.get(key) if key is not None else None
+        return entry.source if entry is not None else None
+
     @staticmethod
     def private_copy(key: bytes) -> dict[str, Any]:
         return marshal.loads(key)
@@ -79,15 +98,21 @@ class ContentCache:
         if key in self._entries:
             return
         self._entries[key] = Entry(value, source)
+        self._by_source[id(source)] = key
         self._bytes += len(key)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-            old, _ = self._entries.popitem(last=False)
-            self._bytes -= len(old)
+            old, entry = self._entries.popitem(last=False)
+            self._drop(old, entry)
+
+    def _drop(self, key: bytes, entry: Entry) -> None:
+        self._bytes -= len(key)
+        if self._by_source.get(id(entry.source)) == key:
+            del self._by_source[id(entry.source)]
 
     def forget(self, key: bytes | None) -> None:
         entry = self._entries.pop(key, None) if key is not None else None
         if entry is not None:
-            self._bytes -= len(key)
+            self._drop(key, entry)  # type: ignore[arg-type]
 
     def verify(self) -> None:
         """AssertionError if an entry's JSON was written to since it was cached."""
@@ -96,6 +121,7 @@ class ContentCache:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._by_source.clear()
         self._bytes = 0
 
     def __len__(self) -> int:
