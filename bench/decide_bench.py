@@ -1,26 +1,35 @@
-"""Decision time by JobSet size, and gRPC Decide against the transport floor.
+"""Decision time by JobSet size and shape, and gRPC Decide against the transport floor.
 
-Prints two tables (Markdown):
-1. in-process: median and p99 of `decide()` on the core's types, and of the whole in-process
-   path a server runs (DecideRequest proto -> core -> DecideResponse proto), for JobSets with
-   10 to 10,000 child Jobs, in three situations: steady (every Job exists, running and ready,
-   status already written), restart (every Job belongs to the previous attempt and is deleted)
-   and recreate (no Job exists: all of them are built).
-2. gRPC, one server process on this machine: latency (one call in flight) and throughput
+Prints (Markdown), after the machine, its load and the date:
+1. in-process, by size: `decide()` on the core's types ("core") and what a decision worker runs
+   per request ("worker": `dispatch.answer`, request bytes in, answer bytes out) for JobSets of
+   4 replicated Jobs and 10 to 10,000 Jobs, steady, restart and recreate (bench/inproc.py);
+2. in-process, by shape: 10,000 Jobs as 10 x 1,000 to 2,000 x 5 replicated Jobs, and 4,000 x 1;
+3. the replicated-Job sweep: 1 Job x R replicated Jobs, R = 250 to 4,000, with the ratio of
+   each time to the one at half the size (linear: about 2);
+4. gRPC, one server process on this machine: latency (one call in flight) and throughput
    (32 calls in flight from an asyncio client) of Decide for steady JobSets, beside the
    standard health Check on the same server, an RPC that does no work (the transport floor).
 
-Usage: python bench/decide_bench.py [--quick]
+Every in-process repetition is interleaved across cases (and, with --baseline, across this tree
+and the baseline's, each in its own process), so a slow moment of a shared machine falls on all
+alike; both trees must give byte-identical answers.
+
+Usage: python bench/decide_bench.py [--quick] [--only in-process|grpc] [--baseline REF]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
+import platform
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,18 +37,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from decider import convert  # noqa: E402
+from inproc import Case, Result, Tree, measure, pct  # noqa: E402
+
 from decider.core.decide import decide  # noqa: E402
 from decider.core.model import Observed  # noqa: E402
 from decider_client import observe  # noqa: E402
 from support.builders import job, jobset, rjob, service  # noqa: E402
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+SIZES = [10, 100, 1_000, 10_000]
+SITUATIONS = ["steady", "restart", "recreate"]
+SHAPES = [(10_000, 10), (10_000, 100), (10_000, 1_000), (10_000, 2_000), (4_000, 4_000)]
+SWEEP = [250, 500, 1_000, 2_000, 4_000]
 
 
 def scenario(n_jobs: int, kind: str) -> tuple[dict, list]:
-    """A JobSet of 4 replicated Jobs totalling exactly n_jobs child Jobs."""
+    """A JobSet of 4 replicated Jobs totalling exactly n_jobs child Jobs (the gRPC rows)."""
     names = ["driver", "ps", "workers", "evaluators"]
     replicas = {n: n_jobs // 4 + (1 if i < n_jobs % 4 else 0) for i, n in enumerate(names)}
     js = jobset(*[rjob(n, replicas[n], parallelism=4, completions=4) for n in names],
@@ -73,42 +88,129 @@ def to_k8s(js: dict, jobs: list) -> list[dict]:
     return out
 
 
-def timed(fn: Callable[[], object], rounds: int) -> list[float]:
-    fn()  # warm-up
-    samples = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
-
-
-def pct(samples: list[float], p: float) -> float:
-    s = sorted(samples)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
-
-
 def ms(x: float) -> str:
     return f"{x * 1000:.2f}"
 
 
-def in_process(sizes: list[int], budget: float) -> None:
-    print("| situation | child Jobs | actions | core median ms | core p99 ms "
-          "| proto→core→proto median ms | p99 ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for kind in ("steady", "restart", "recreate"):
-        for n in sizes:
-            js, jobs = scenario(n, kind)
-            obs = Observed(jobset=js, now=NOW, jobs=jobs, objects=[service()])
-            plan = decide(obs)
-            t_one = timed(lambda obs=obs: decide(obs), 1)[0]
-            rounds = max(5, min(300, int(budget / max(t_one, 1e-6))))
-            core = timed(lambda obs=obs: decide(obs), rounds)
-            req = observe.build_decide_request(js, to_k8s(js, jobs), NOW)
-            full = timed(lambda req=req: convert.decide_response(req), rounds)
-            print(f"| {kind} | {n:,} | {len(plan.actions):,} | {ms(statistics.median(core))} "
-                  f"| {ms(pct(core, 99))} | {ms(statistics.median(full))} "
-                  f"| {ms(pct(full, 99))} |", flush=True)
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{cores} cores ({model}), Python {sys.version.split()[0]}, protobuf backend "
+            f"{_backend()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The tree of git ref `ref`, unpacked under `into`."""
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+class Report:
+    """Tables over one Result: this tree's numbers, and the baseline's beside them."""
+
+    def __init__(self, result: Result, baseline: bool) -> None:
+        self.result = result
+        self.baseline = baseline
+
+    def samples(self, case: Case, tree: str = "this") -> list[float]:
+        return self.result.samples[(tree, case)]
+
+    def cell(self, case: Case) -> str:
+        mine = self.samples(case)
+        out = f"{ms(statistics.median(mine))} | {ms(pct(mine, 99))}"
+        if self.baseline:
+            base = self.samples(case, "baseline")
+            ratio = statistics.median(base) / statistics.median(mine)
+            out += f" | {ms(statistics.median(base))} | {ratio:.1f}x"
+        return out
+
+    def header(self, first: str) -> None:
+        cols = ["median ms", "p99 ms"] + (["baseline median ms", "speed-up"]
+                                          if self.baseline else [])
+        names = [f"{path} {col}" for path in ("core", "worker") for col in cols]
+        print(f"| {first} | actions | " + " | ".join(names) + " |")
+        print("|---|---:|---:|" + "---:|" * len(names))
+
+    def sizes(self) -> None:
+        self.header("situation | child Jobs")
+        for situation in SITUATIONS:
+            for n in SIZES:
+                core, worker = ("core", situation, n, 4), ("worker", situation, n, 4)
+                print(f"| {situation} | {n:,} | {self.result.actions[core]:,} | "
+                      f"{self.cell(core)} | {self.cell(worker)} |")
+
+    def shapes(self) -> None:
+        extra = " baseline µs per Job | speed-up |" if self.baseline else ""
+        print(f"| situation | replicated Jobs x Jobs | worker median ms | µs per Job |{extra}")
+        print("|---|---|---:|---:|" + ("---:|---:|" if self.baseline else ""))
+        for situation in SITUATIONS:
+            for n, r in SHAPES:
+                case = ("worker", situation, n, r)
+                mine = statistics.median(self.samples(case))
+                row = (f"| {situation} | {r:,} x {n // r:,} | {ms(mine)} | "
+                       f"{mine / n * 1e6:.1f} |")
+                if self.baseline:
+                    base = statistics.median(self.samples(case, "baseline"))
+                    row += f" {base / n * 1e6:.1f} | {base / mine:.1f}x |"
+                print(row)
+
+    def sweep(self) -> None:
+        """Median times; the ratio to half the size is of the best times (a burst of another
+        process's work on this shared machine moves a median of a few slow calls)."""
+        trees = ["this", "baseline"] if self.baseline else ["this"]
+        cols = "".join(f" {t} median ms | {t} best ms | x per doubling |" for t in trees)
+        print(f"| situation | replicated Jobs (1 Job each) |{cols}")
+        print("|---|---:|" + "---:|---:|---:|" * len(trees))
+        for situation in SITUATIONS:
+            before: dict[str, float] = {}
+            for r in SWEEP:
+                row = f"| {situation} | {r:,} |"
+                for tree in trees:
+                    samples = self.samples(("worker", situation, r, r), tree)
+                    best = min(samples)
+                    ratio = f"{best / before[tree]:.2f}" if tree in before else ""
+                    row += f" {ms(statistics.median(samples))} | {ms(best)} | {ratio} |"
+                    before[tree] = best
+                print(row)
+
+
+def in_process(quick: bool, baseline: str | None) -> None:
+    cases: list[Case] = [(path, situation, n, 4) for situation in SITUATIONS for n in SIZES
+                         for path in ("core", "worker")]
+    cases += [("worker", situation, n, r) for situation in SITUATIONS for n, r in SHAPES]
+    cases += [("worker", situation, r, r) for situation in SITUATIONS for r in SWEEP]
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = [Tree("this", ROOT)]
+        if baseline is not None:
+            trees.append(Tree("baseline", checkout(baseline, Path(tmp))))
+        try:
+            result = measure(trees, cases, 0.2 if quick else 1.5, rounds=3 if quick else 5)
+        finally:
+            for tree in trees:
+                tree.close()
+    report = Report(result, baseline is not None)
+    what = f" against {baseline}" if baseline else ""
+    print(f"By size{what}: 4 replicated Jobs, 4 pods per Job.\n")
+    report.sizes()
+    print(f"\nBy shape{what} (worker path).\n")
+    report.shapes()
+    print(f"\nReplicated-Job sweep{what} (worker path).\n")
+    report.sweep()
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
@@ -170,14 +272,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller budgets, for a smoke run")
     parser.add_argument("--only", choices=("in-process", "grpc"),
-                        help="print one table only")
+                        help="print one part only")
+    parser.add_argument("--baseline", help="git ref to compare the in-process tables with, "
+                                           "e.g. main (its tree is unpacked and measured in "
+                                           "its own process, interleaved)")
     args = parser.parse_args()
-    budget = 0.5 if args.quick else 3.0
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, "
-          f"protobuf backend {_backend()}\n")
+    print(f"{machine()}; {load()} at the start.\n")
     if args.only != "grpc":
-        in_process([10, 100, 1_000, 10_000], budget)
-        print()
+        in_process(args.quick, args.baseline)
+        print(f"\n{load()} at the end of the in-process tables.\n")
     if args.only == "in-process":
         return
     proc, target = start_server()

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from decider import json_input, limits, summarize
+import orjson
+
+from decider import jobset_texts, json_input, limits, summarize
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput
+from decider.core.job_manifests import LazyJobAction
 from decider.core.model import (
     Action,
     FailureOutcome,
@@ -29,6 +33,7 @@ from decider.core.model import (
     Toleration,
 )
 from decider.limits import Limits
+from decider.proto_view import job_views
 from decider.v1 import decider_pb2 as pb
 from decider.version import VERSION
 
@@ -144,13 +149,16 @@ def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
                           uid=msg.uid, controller_uid=msg.controller_uid, obj=obj)
 
 
-def _check_job_names(jobs: Any, fields: list[str]) -> None:
-    for job, field in zip(jobs, fields, strict=True):
-        if not job.name:
-            raise InvalidInput.at(field, "Required value")
-        if len(job.name) > limits.MAX_NAME_BYTES:
-            raise InvalidInput.at(field, f"must be no more than {limits.MAX_NAME_BYTES} "
-                                         "characters")
+def _check_job_names(jobs: Any, field_of: Callable[[int], str]) -> None:
+    # The field is named only for a name found wrong: ten thousand f-strings a request cost
+    # more than the check.
+    for i, job in enumerate(jobs):
+        name = job.name
+        if not name:
+            raise InvalidInput.at(field_of(i), "Required value")
+        if len(name) > limits.MAX_NAME_BYTES:
+            raise InvalidInput.at(field_of(i), f"must be no more than {limits.MAX_NAME_BYTES} "
+                                               "characters")
 
 
 def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
@@ -181,7 +189,7 @@ def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
             except InvalidInput as exc:
                 raise InvalidInput([FieldError(e.field.replace(f"{field}[0]", field, 1),
                                                e.message) for e in exc.errors]) from None
-    _check_job_names(out.jobs, job_fields)
+    _check_job_names(out.jobs, job_fields.__getitem__)
     return out
 
 
@@ -201,18 +209,35 @@ def expanded(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideRe
     return out
 
 
-def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Observed:
-    req = expanded(req, lim)
-    limits.check_decide_request(req, lim)
+def _job_field(i: int) -> str:
+    return f"jobs[{i}].name"
+
+
+def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
+                        views: bool = False, received: bytes | None = None) -> Observed:
+    """The core's input. views: the Jobs as views over their messages (proto_view.py), for a
+    caller that decides once and lets go; else copied into ObservedJobs it may keep.
+    received: the bytes `req` was parsed from, when it was (limits.py)."""
+    expanded_req = expanded(req, lim)
+    if expanded_req is not req:
+        # Summaries made here hold strings the received bytes did not.
+        req, received = expanded_req, None
+    limits.check_decide_request(req, lim, received)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
-    _check_job_names(req.jobs, [f"jobs[{i}].name" for i in range(len(req.jobs))])
-    jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
-    limits.check_jobset_replicas(jobset, lim)
+    # A view has read its Job's name already: checked there, not read again.
+    jobs = job_views(req.jobs) if views else None
+    _check_job_names(jobs if jobs is not None else req.jobs, _job_field)
+    # A JobSet text decided before is not read or checked again (jobset_texts.py); only the
+    # one-decision path may share the core's copy.
+    jobset = jobset_texts.TEXTS.get(req.jobset_json, lim) if views else None
+    if jobset is None:
+        jobset = parse_object(req.jobset_json, "jobset_json", lim, in_field_paths=True)
+        limits.check_jobset_replicas(jobset, lim)
     return Observed(
         jobset=jobset,
         now=req.now.ToDatetime(tzinfo=UTC),
-        jobs=[_job(j) for j in req.jobs],
+        jobs=jobs if jobs is not None else [_job(j) for j in req.jobs],
         objects=[_object(o, i, lim) for i, o in enumerate(req.objects)],
         pods=[ObservedPod(name=p.name, phase=p.phase, annotations=dict(p.annotations),
                           max_container_restarts=p.max_container_restarts) for p in req.pods],
@@ -224,43 +249,91 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def _dumps_plain(obj: Any) -> str:
+    """_dumps for an object the core vouches is plain JSON (Action.plain_json): orjson writes
+    such data byte for byte as json does, ten times faster (decider/core/plain_json.py)."""
+    try:
+        return orjson.dumps(obj).decode()
+    except orjson.JSONEncodeError:  # a key or value orjson will not write; json decides
+        return _dumps(obj)
+
+
 def _action(a: Action) -> pb.Action:
-    msg = pb.Action(type=_ACTION_TYPES[a.type], name=a.name, namespace=a.namespace,
-                    api_version=a.api_version, kind=a.kind, uid=a.uid,
-                    clear_start_time=a.clear_start_time,
-                    propagation_policy=a.propagation_policy, reason=a.reason)
-    if a.object is not None:
-        msg.object_json = _dumps(a.object)
+    msg = pb.Action()
+    _fill_action(msg, a)
+    return msg
+
+
+def _fill_action(msg: pb.Action, a: Action) -> None:
+    # Field by field, and only what is set: a plan of ten thousand actions is built in place
+    # (an unset proto3 field and one set to its default are the same bytes).
+    msg.type = _ACTION_TYPES[a.type]
+    if a.name:
+        msg.name = a.name
+    if a.namespace:
+        msg.namespace = a.namespace
+    if a.api_version:
+        msg.api_version = a.api_version
+    if a.kind:
+        msg.kind = a.kind
+    if a.uid:
+        msg.uid = a.uid
+    if a.clear_start_time:
+        msg.clear_start_time = a.clear_start_time
+    if a.propagation_policy:
+        msg.propagation_policy = a.propagation_policy
+    if a.reason:
+        msg.reason = a.reason
+    wire = a.wire_json() if type(a) is LazyJobAction else None
+    if wire is not None:
+        msg.object_json = wire
+    elif a.object is not None:
+        msg.object_json = _dumps_plain(a.object) if a.plain_json else _dumps(a.object)
     if a.patch is not None:
         msg.patch_json = _dumps(a.patch)
     if a.event is not None:
         msg.event.CopyFrom(pb.Event(type=a.event.type, reason=a.event.reason,
                                     message=a.event.message))
-    return msg
 
 
 def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
-    msg = pb.JobSetStatus(
-        restarts=int(status.get("restarts") or 0),
-        restarts_count_towards_max=int(status.get("restartsCountTowardsMax") or 0),
-        terminal_state=status.get("terminalState") or "",
-        conditions=[pb.Condition(type=cd.get("type") or "", status=cd.get("status") or "",
-                                 reason=cd.get("reason") or "", message=cd.get("message") or "",
-                                 last_transition_time=cd.get("lastTransitionTime") or "")
-                    for cd in status.get("conditions") or ()],
-        replicated_jobs_status=[pb.ReplicatedJobStatus(
-            name=r.get("name") or "", ready=r.get("ready") or 0,
-            succeeded=r.get("succeeded") or 0, failed=r.get("failed") or 0,
-            active=r.get("active") or 0, suspended=r.get("suspended") or 0,
-            job_restarts=r.get("jobRestarts") or [],
-            job_restarts_count_towards_max=r.get("jobRestartsCountTowardsMax") or [])
-            for r in status.get("replicatedJobsStatus") or ()],
-    )
+    msg = pb.JobSetStatus()
+    _fill_status(msg, status)
+    return msg
+
+
+def _fill_status(msg: pb.JobSetStatus, status: dict[str, Any]) -> None:
+    # In place, only what is set (the same bytes as a message built from keyword arguments,
+    # without building and copying one message per entry).
+    value = int(status.get("restarts") or 0)
+    if value:
+        msg.restarts = value
+    value = int(status.get("restartsCountTowardsMax") or 0)
+    if value:
+        msg.restarts_count_towards_max = value
+    terminal = status.get("terminalState") or ""
+    if terminal:
+        msg.terminal_state = terminal
+    add = msg.conditions.add
+    for cd in status.get("conditions") or ():
+        add(type=cd.get("type") or "", status=cd.get("status") or "",
+            reason=cd.get("reason") or "", message=cd.get("message") or "",
+            last_transition_time=cd.get("lastTransitionTime") or "")
+    add = msg.replicated_jobs_status.add
+    for r in status.get("replicatedJobsStatus") or ():
+        entry = add(name=r.get("name") or "", ready=r.get("ready") or 0,
+                    succeeded=r.get("succeeded") or 0, failed=r.get("failed") or 0,
+                    active=r.get("active") or 0, suspended=r.get("suspended") or 0)
+        restarts = r.get("jobRestarts")
+        if restarts:
+            entry.job_restarts.extend(restarts)
+        restarts = r.get("jobRestartsCountTowardsMax")
+        if restarts:
+            entry.job_restarts_count_towards_max.extend(restarts)
     for key, attr in (("previousInPlaceRestartAttempt", "previous_in_place_restart_attempt"),
                       ("currentInPlaceRestartAttempt", "current_in_place_restart_attempt")):
         if status.get(key) is not None:
             setattr(msg, attr, status[key])
-    return msg
 
 
 def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
@@ -270,14 +343,18 @@ def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
 
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     msg = pb.DecideResponse(
-        actions=[_action(a) for a in plan.actions],
-        status=status_to_proto(plan.status),
         requeue_after_seconds=plan.requeue_after_seconds,
         explanation=plan.explanation,
         resource_version=plan.resource_version,
     )
     if plan.failure is not None:
         msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
+    # Filled in place: a message given to the constructor is copied.
+    msg.status.SetInParent()
+    _fill_status(msg.status, plan.status)
+    add = msg.actions.add
+    for a in plan.actions:
+        _fill_action(add(), a)
     return msg
 
 
@@ -292,19 +369,28 @@ class Decision:
 
 def decision_id(method: str, request: Any) -> str:
     """The same request to the same decider version gets the same id. Hashed in deterministic
-    form: two clients may order the same map differently."""
+    form, not as the bytes received: two clients may order the same map differently (or write
+    fields in another order), a request of whole objects must get the id of its summarized form
+    (one request, one answer), and the in-process CLI has no received bytes at all. The
+    serialization costs about a microsecond per Job (~5-9 ms of a 10,000-Job request, measured
+    with bench/decide_bench.py's cases), which is the price of those three properties."""
     digest = hashlib.sha256(f"{VERSION}\0{method}\0".encode())
     digest.update(request.SerializeToString(deterministic=True))
     return digest.hexdigest()[:32]
 
 
-def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> Decision:
+def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
+                   received: bytes | None = None) -> Decision:
     """Decide one request; raises InvalidInput (naming the field) for input it cannot decide,
-    TooLarge for a request or plan over the limits."""
+    TooLarge for a request or plan over the limits. received: the bytes `req` was parsed
+    from, when it was (the server's path)."""
     # Raw objects or their summaries: one request, one answer, one id.
-    req = expanded(req, lim)
-    observed = observed_from_proto(req, lim)
+    expanded_req = expanded(req, lim)
+    if expanded_req is not req:
+        req, received = expanded_req, None
+    observed = observed_from_proto(req, lim, views=True, received=received)
     plan = decide(observed)
+    jobset_texts.TEXTS.decided(req.jobset_json, lim, observed.jobset)
     response = plan_to_proto(plan)
     response.decision_id = decision_id("Decide", req)
     return Decision(response, observed, plan)
@@ -316,176 +402,25 @@ def decide_response(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.D
 
 def validate_response(req: pb.ValidateRequest,
                       lim: Limits = limits.DEFAULT) -> pb.ValidateResponse:
-    """Admission: create (default, then validate) or update (validate against the old object).
+    """Admission of a JobSet or a gang-scheduled Job (decider/convert_validate.py)."""
+    from decider import convert_validate
 
-    A batch/v1 Job is checked against the gang rules of options.gang_api_version (the 1.36
-    parallelism freeze, 1.37 spec.scheduling); a JobSet by JobSet admission.
-    """
-    from decider.core import admission
-
-    gates = feature_gates(req.options)
-    obj = parse_object(req.object_json, "object_json", lim, in_field_paths=True)
-    limits.check_objects(req.objects, lim)
-    if _is_job(obj):
-        return _validate_job(req, obj, lim)
-    if req.old_object_json:
-        old = parse_object(req.old_object_json, "old_object_json", lim)
-        result = obj
-        errors = admission.validate_update(obj, old, gates)
-    else:
-        pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json", lim)
-                for i, o in enumerate(req.objects)
-                if o.kind == "PersistentVolumeClaim" and o.object_json}
-        result = admission.default_jobset(obj)
-        errors = admission.validate_create(result, gates, pvcs)
-    # A JobSet the decider would refuse to decide is refused at admission, where its author
-    # sees why, rather than left to fail every reconcile.
-    errors += [FieldError(f, m) for f, m in limits.jobset_replica_errors(result, lim)]
-    return _validation(errors, result)
-
-
-def _validation(errors: list[FieldError], obj: dict[str, Any]) -> pb.ValidateResponse:
-    return pb.ValidateResponse(
-        valid=not errors,
-        errors=[pb.FieldError(field=e.field, message=e.message) for e in errors],
-        object_json=_dumps(obj),
-    )
-
-
-def _is_job(obj: dict[str, Any]) -> bool:
-    return obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch/")
-
-
-def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any],
-                  lim: Limits) -> pb.ValidateResponse:
-    from decider.core.gang import validate_job_update
-
-    api_version, _ = gang_choice(req.options)
-    old = obj
-    if req.old_object_json:
-        old = parse_json(req.old_object_json, "old_object_json", lim)
-        if not isinstance(old, dict) or not _is_job(old):
-            raise InvalidInput.at("old_object_json", "must be a batch/v1 Job, as object_json is")
-    # The admission plugin looks the PodGroup up; a caller that sends none lets the rules of
-    # the generation say whether the old Job is gang scheduled.
-    existing = _gang_objects(req.objects, lim)
-    # A create is checked as an update from itself: only the rules on the new object apply.
-    try:
-        errors = validate_job_update(obj, old, api_version, existing or None)
-    except InvalidInput as exc:
-        raise _remap_existing(exc) from None
-    return _validation(errors, obj)
-
-
-def _gang_objects(objects: Any, lim: Limits) -> list[dict[str, Any]]:
-    limits.check_count(len(objects), "objects", lim.max_observed, "observed objects")
-    out = []
-    for i, o in enumerate(objects):
-        if not o.object_json:
-            raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
-        out.append(parse_object(o.object_json, f"objects[{i}].object_json", lim))
-    return out
-
-
-def _remap_existing(exc: InvalidInput) -> InvalidInput:
-    """The core names observed objects `existing[k]`; the request calls them `objects[k]`."""
-    errors = []
-    for e in exc.errors:
-        field = e.field
-        if field.startswith("existing["):
-            head, _, rest = field.partition("]")
-            field = f"objects[{head[len('existing['):]}].object_json{rest}"
-        errors.append(FieldError(field, e.message))
-    return type(exc)(errors)
-
-
-def _subject(text: str, lim: Limits) -> dict[str, Any]:
-    """The Job or JobSet a gang question is about, within the limits a Decide would apply."""
-    obj = parse_object(text, "object_json", lim, in_field_paths=True)
-    if obj.get("kind") == "JobSet":
-        limits.check_jobset_replicas(obj, lim)
-    return obj
+    return convert_validate.validate_response(req, lim)
 
 
 def plan_gang_response(req: pb.PlanGangRequest,
                        lim: Limits = limits.DEFAULT) -> pb.PlanGangResponse:
-    """Gang objects for a Job or JobSet; raises InvalidInput (naming the field) for bad input."""
-    from decider.core.gang import plan_gang
+    """Gang objects for a Job or JobSet (decider/convert_gang.py)."""
+    from decider import convert_gang
 
-    obj = _subject(req.object_json, lim)
-    api_version, target = gang_choice(req.options)
-    existing = _gang_objects(req.objects, lim)
-    try:
-        plan = plan_gang(obj, existing, api_version, target)
-    except InvalidInput as exc:
-        raise _remap_existing(exc) from None
-    return pb.PlanGangResponse(
-        objects_json=[_dumps(o) for o in plan.objects],
-        pod_template_patches=[pb.PodTemplatePatch(job_name=name, patch_json=_dumps(patch))
-                              for name, patch in plan.pod_template_patches.items()],
-        explanation=plan.explanation,
-        warnings=plan.warnings,
-        job_annotations=[pb.JobAnnotations(job_name=name, annotations=annotations)
-                         for name, annotations in plan.job_annotations.items()],
-        updates=[pb.ObjectPatch(object=_ref(u), patch_type=str(u.get("patchType") or ""),
-                                patch_json=_dumps(u.get("patch"))) for u in plan.updates],
-        deletes=[_ref(d) for d in plan.deletes],
-        mode=plan.mode,
-    )
-
-
-def _ref(ref: dict[str, Any]) -> pb.ObjectRef:
-    return pb.ObjectRef(api_version=str(ref.get("apiVersion") or ""),
-                        kind=str(ref.get("kind") or ""), name=str(ref.get("name") or ""),
-                        uid=str(ref.get("uid") or ""))
+    return convert_gang.plan_gang_response(req, lim)
 
 
 def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> pb.PodSetsResponse:
-    """Kueue's pod sets of a Job or JobSet beside the gang minCount that covers each."""
-    from decider.core.gang import pod_sets
+    """Kueue's pod sets beside the gang minCount (decider/convert_gang.py)."""
+    from decider import convert_gang
 
-    obj = _subject(req.object_json, lim)
-    api_version, _ = gang_choice(req.options)
-    out = pb.PodSetsResponse()
-    for info in pod_sets(obj, api_version):
-        msg = out.pod_sets.add(name=info.name, count=info.count, warnings=info.warnings)
-        if info.replicated_job is not None:
-            msg.replicated_job = info.replicated_job
-        if info.gang_podgroup is not None:
-            msg.gang.pod_group = info.gang_podgroup
-            msg.gang.template = info.gang_template or ""
-            msg.gang.pod_sets.extend(info.gang_pod_sets)
-            if info.gang_min_count is not None:
-                msg.gang.min_count = info.gang_min_count
-        msg.pod_requests.update(info.pod_requests)
-        msg.total_requests.update(info.total_requests)
-        msg.node_selector.update(info.node_selector)
-        msg.tolerations.extend(_toleration(t) for t in info.tolerations)
-        if info.topology_request is not None:
-            msg.topology_request.CopyFrom(_topology_request(info.topology_request))
-    return out
-
-
-def _toleration(t: Toleration) -> pb.Toleration:
-    msg = pb.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
-    if t.toleration_seconds is not None:
-        msg.toleration_seconds = t.toleration_seconds
-    return msg
-
-
-_TOPOLOGY_FIELDS = {"required": "required", "preferred": "preferred",
-                    "unconstrained": "unconstrained", "podIndexLabel": "pod_index_label",
-                    "subGroupIndexLabel": "sub_group_index_label",
-                    "subGroupCount": "sub_group_count", "podSetGroupName": "pod_set_group_name",
-                    "podSetSliceRequiredTopology": "pod_set_slice_required_topology",
-                    "podSetSliceSize": "pod_set_slice_size"}
-
-
-def _topology_request(request: dict[str, Any]) -> pb.PodSetTopologyRequest:
-    msg = pb.PodSetTopologyRequest()
-    for key, value in request.items():
-        setattr(msg, _TOPOLOGY_FIELDS[key], value)
-    return msg
+    return convert_gang.pod_sets_response(req, lim)
 
 
 def simulate_response(req: pb.SimulateRequest,

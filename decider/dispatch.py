@@ -75,6 +75,7 @@ METHOD_NAMES: dict[int, str] = {i: name for name, i in METHOD_IDS.items()}
 
 
 WANT_FACTS = 1  # span and metric attributes (decider/facts.py)
+DECISION_ID = "decider.decision_id"  # facts.DECISION_ID, without importing telemetry's module
 WANT_RECORD = 2  # the request and the answer as JSON, for the decision log
 
 
@@ -103,18 +104,25 @@ def failure(code: int, message: str, extra: tuple[bytes, bytes] = (b"", b"")) ->
     return Reply(code, safe_text(message).encode("utf-8"), *extra)
 
 
-def _decide(request: pb.DecideRequest, limits: Limits) -> tuple[Message, dict[str, Any]]:
+def _decide(request: pb.DecideRequest, limits: Limits, facts: bool,
+            received: bytes | None) -> tuple[Message, dict[str, Any]]:
+    decision = convert.decide_request(request, limits, received=received)
+    decision_id = decision.response.decision_id
+    if not facts:
+        return decision.response, {DECISION_ID: decision_id}
     from decider.facts import decision_facts
 
-    decision = convert.decide_request(request, limits)
-    return decision.response, decision_facts(decision, decision.response.decision_id)
+    return decision.response, decision_facts(decision, decision_id)
 
 
-def answer_with_facts(method: str, request: Any, limits: Limits) -> tuple[Message, dict[str, Any]]:
-    """The answer to a parsed request and what it was about; raises InvalidInput or TooLarge."""
+def answer_with_facts(method: str, request: Any, limits: Limits, *, facts: bool = True,
+                      received: bytes | None = None) -> tuple[Message, dict[str, Any]]:
+    """The answer to a parsed request and what it was about (only its decision id unless
+    `facts`); raises InvalidInput or TooLarge. received: the bytes `request` was parsed
+    from, when it was (limits.check_decide_request)."""
     try:
         if method == "Decide":
-            return _decide(request, limits)
+            return _decide(request, limits, facts, received)
         return METHODS[method].answer(request, limits), {}
     except RecursionError:
         # json_input bounds nesting, so this would be a recursive step the bound does not
@@ -135,8 +143,8 @@ def _extra(want: int, method: str, facts: dict[str, Any], request: Message | Non
            response: Message | None, status: tuple[int, str] | None) -> tuple[bytes, bytes]:
     if not want:
         return b"", b""
-    if request is not None and "decider.decision_id" not in facts:
-        facts = {**facts, "decider.decision_id": convert.decision_id(method, request)}
+    if request is not None and DECISION_ID not in facts:
+        facts = {**facts, DECISION_ID: convert.decision_id(method, request)}
     record: dict[str, Any] = {}
     if want & WANT_RECORD:
         record["request"] = json_format.MessageToDict(request) if request is not None else None
@@ -172,7 +180,9 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
         return failure(INVALID_ARGUMENT, message,
                        _extra(want, method, {}, None, None, (INVALID_ARGUMENT, message)))
     try:
-        response, facts = answer_with_facts(method, request, limits)
+        response, facts = answer_with_facts(method, request, limits,
+                                            facts=bool(want & WANT_FACTS),
+                                            received=payload)
         body = response.SerializeToString()
     except (InvalidInput, TooLarge, MemoryError) as exc:
         code = INVALID_ARGUMENT if isinstance(exc, InvalidInput) else RESOURCE_EXHAUSTED

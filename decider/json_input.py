@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from typing import Any
+
+import orjson
 
 from decider.core.errors import InvalidInput
 
@@ -27,6 +30,7 @@ _MAX_PATH_SHOWN = 160
 # (a well-formed pair decodes to one character). The pattern may also hit an escaped backslash
 # followed by such text; the walk below then finds nothing.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SLOW = object()
 
 
 def child_path(path: str, key: Any) -> str:
@@ -124,6 +128,78 @@ def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
                                               "(a lone surrogate)")
 
 
+def _floatless_within(obj: Any, max_depth: int) -> bool:
+    """No float anywhere in `obj`, and no nesting deeper than max_depth."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        for item in value.values() if type(value) is dict else value:
+            kind = type(item)
+            if kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif kind is float:
+                return False
+    return True
+
+
+class _Verdicts:
+    """Texts _fast_load found orjson reads exactly, so the walk is not repeated on the same
+    text (a JobSet is sent again and again unchanged). A pure function of the text: keyed by
+    it in full, bounded in bytes and entries, oldest out first; per process."""
+
+    def __init__(self, max_entries: int = 1024, max_bytes: int = 8 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._texts: OrderedDict[tuple[int, str], None] = OrderedDict()
+        self._bytes = 0
+
+    def __contains__(self, key: tuple[int, str]) -> bool:
+        if key in self._texts:
+            self._texts.move_to_end(key)
+            return True
+        return False
+
+    def add(self, key: tuple[int, str]) -> None:
+        if len(key[1]) > self.max_bytes:
+            return
+        self._texts[key] = None
+        self._bytes += len(key[1])
+        while len(self._texts) > self.max_entries or self._bytes > self.max_bytes:
+            old, _ = self._texts.popitem(last=False)
+            self._bytes -= len(old[1])
+
+
+_VERDICTS = _Verdicts()
+
+
+def _fast_load(text: str, max_depth: int) -> Any:
+    """`text` read by orjson when that is certainly what json and the checks below would
+    make of it, else _SLOW.
+
+    orjson refuses what would fail the checks (a lone surrogate, NaN and Infinity, a number
+    that overflows to infinity) and every text json refuses, so a text it reads needs only the
+    depth check. It reads an integer beyond 64 bits as a float, so a text whose reading holds
+    any float goes to json (Kubernetes objects hold none: quantities are strings). Its error
+    messages are not json's: a text it refuses goes to json too, which reads it or says why
+    not, as it always did.
+    """
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _SLOW
+    key = (max_depth, text)
+    if key in _VERDICTS:
+        return obj
+    kind = type(obj)
+    if kind is float or ((kind is dict or kind is list) and
+                         not _floatless_within(obj, max_depth)):
+        return _SLOW
+    _VERDICTS.add(key)
+    return obj
+
+
 def load(text: str, field: str, max_depth: int = DEFAULT_MAX_DEPTH, *,
          in_field_paths: bool = False) -> Any:
     """Parse `text` (the request field `field`); InvalidInput naming the field when it is not
@@ -134,6 +210,9 @@ def load(text: str, field: str, max_depth: int = DEFAULT_MAX_DEPTH, *,
     """
     if not text:
         raise InvalidInput.at(field, "Required value")
+    obj = _fast_load(text, max_depth)
+    if obj is not _SLOW:
+        return obj
     try:
         obj = json.loads(text)
     except RecursionError:

@@ -10,9 +10,22 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
+
 from decider.core import constants as c
-from decider.core.children import job_restarts
+from decider.core.children import RestartCounters
+from decider.core.job_manifests import JobJson, LazyJobAction
+from decider.core.job_template import job_template, mounts_volume
 from decider.core.jobset import JobSet, ReplicatedJob
+from decider.core.model import Action
+from decider.core.state import copy_json
+
+# Jobs a builder builds before it writes the rest from pieces (job_manifests.JobJson).
+_DIRECT = 2
+
+__all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
+           "job_name", "mounts_volume", "owner_reference", "persistent_volume_claims",
+           "pvc_name"]
 
 
 def job_name(js_name: str, rjob_name: str, index: int) -> str:
@@ -39,23 +52,13 @@ class ReplicatedJobBuilder:
     """Builds the Jobs of one replicated Job; what all its Jobs share is computed once."""
 
     def __init__(self, js: JobSet, rjob: ReplicatedJob, status: dict[str, Any],
-                 restart_job_gate: bool) -> None:
+                 restart_counters: RestartCounters | None) -> None:
+        """restart_counters: the status's jobRestarts under the RestartJob gate, else None."""
         self.js = js
         self.rjob = rjob
-        global_offset = 0
-        group_offset = 0
-        group_replicas = 0
-        for other in js.replicated_jobs:
-            if other.name == rjob.name:
-                break
-            global_offset += other.replicas
-            if other.group_name == rjob.group_name:
-                group_offset += other.replicas
-        for other in js.replicated_jobs:
-            if other.group_name == rjob.group_name:
-                group_replicas += other.replicas
-        self.global_offset = global_offset
-        self.group_offset = group_offset
+        placement = js.placement(rjob.name)
+        self.global_offset = placement.global_offset
+        self.group_offset = placement.group_offset
         self.common = {
             c.JOBSET_NAME: js.name,
             c.JOBSET_UID: js.uid,
@@ -64,15 +67,15 @@ class ReplicatedJobBuilder:
             c.REPLICATED_JOB_REPLICAS: str(rjob.replicas),
             c.GLOBAL_REPLICAS: str(js.total_replicas),
             c.GROUP_NAME: rjob.group_name,
-            c.GROUP_REPLICAS: str(group_replicas),
+            c.GROUP_REPLICAS: str(placement.group_replicas),
         }
         if js.coordinator is not None:
             self.common[c.COORDINATOR] = coordinator_endpoint(js)
-        self.job_restarts = (job_restarts(js, status, rjob.name, "jobRestarts")
-                             if restart_job_gate else None)
-        tmeta = rjob.template.get("metadata") or {}
-        self.job_labels = dict(tmeta.get("labels") or {})
-        self.job_annotations = dict(tmeta.get("annotations") or {})
+        self.job_restarts = (restart_counters.of(rjob.name)
+                             if restart_counters is not None else None)
+        self.template = job_template(js.spec, rjob)
+        self.job_labels = self.template.labels
+        self.job_annotations = self.template.annotations
         # Exclusive placement: the JobSet's annotation, overridden by the replicated Job's.
         self.exclusive: dict[str, str] = {}
         for source in (js.annotations, self.job_annotations):
@@ -80,18 +83,60 @@ class ReplicatedJobBuilder:
                 self.exclusive[c.EXCLUSIVE_TOPOLOGY] = source[c.EXCLUSIVE_TOPOLOGY]
                 if c.NODE_SELECTOR_STRATEGY in source:
                     self.exclusive[c.NODE_SELECTOR_STRATEGY] = source[c.NODE_SELECTOR_STRATEGY]
-        # Serialized once: json.loads of a string is several times faster than deepcopy.
-        self.spec_json = json.dumps(_defaulted_spec(rjob.template.get("spec") or {}))
+        self.claims = [(name, pvc_name(js.name, name)) for name in self.template.mounted_claims]
+        self._json: JobJson | None | bool = False  # not worked out yet
+        self._built = 0
+        self._last: tuple[int, bytes] | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether every Job built here is JSON any encoder writes alike (Action.plain_json)."""
+        return self.template.plain
 
     def manifest_floor_bytes(self, index: int) -> int:
         """Bytes the manifest of Job `index` takes on the wire, compact and in UTF-8, as the
         answer writes it. Manifests differ only in their index's digits, so the smallest index
         to be built gives a floor for every one."""
+        fast = self.json(index)
+        if fast is not None:
+            return len(fast)
         manifest = self.build(index)
         return len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
 
-    def _keys(self, index: int, name: str) -> dict[str, str]:
-        keys = dict(self.common)
+    def json(self, index: int) -> bytes | None:
+        """The manifest of Job `index` as the answer writes it (compact, UTF-8), made without
+        building it (job_manifests.py) once this builder has made a few; None when only
+        building it tells."""
+        if not self.plain:
+            return None
+        if self._last is not None and self._last[0] == index:
+            return self._last[1]
+        if self._json is False and self._built < _DIRECT:
+            # Splitting the manifest costs a few builds: not worth it for a Job or two (a
+            # JobSet of many replicated Jobs of one Job each).
+            self._built += 1
+            try:
+                out = orjson.dumps(self.build(index))
+            except orjson.JSONEncodeError:  # a key or value orjson refuses: json decides
+                return None
+        else:
+            if self._json is False:
+                assert self._last is not None  # the Jobs built directly before
+                self._json = JobJson.of(self, self._last[1])
+            if self._json is None:
+                return None
+            out = self._json.render(index)
+        # The plan budget sizes the first Job of a replicated Job, then the answer writes it.
+        self._last = (index, out)
+        return out
+
+    def action(self, index: int) -> Action:
+        """The CreateJob action of Job `index`; its manifest is built when first read."""
+        return LazyJobAction(self, index)
+
+    def index_keys(self, index: int, name: str) -> dict[str, str]:
+        """The labels and annotations a Job of this index carries: `common` and these."""
+        keys: dict[str, str] = {}
         if self.job_restarts is not None:
             attempt = self.job_restarts[index] if index < len(self.job_restarts) else 0
             keys[c.JOB_RESTART_ATTEMPT] = str(attempt)
@@ -102,10 +147,16 @@ class ReplicatedJobBuilder:
         return keys
 
     def build(self, index: int) -> dict[str, Any]:
+        name = job_name(self.js.name, self.rjob.name, index)
+        return self.manifest(name, self.index_keys(index, name),
+                             f"{self.js.namespace}_{name}")
+
+    def manifest(self, name: str, index_keys: dict[str, str], namespaced: str
+                 ) -> dict[str, Any]:
+        """The Job named `name`; namespaced: its namespaced-job node selector value."""
         js = self.js
-        name = job_name(js.name, self.rjob.name, index)
-        keys = self._keys(index, name)
-        spec = json.loads(self.spec_json)
+        keys = {**self.common, **index_keys}
+        spec = self.template.copy_spec()
         pod = spec.setdefault("template", {})
         pod_meta = pod.setdefault("metadata", {}) if isinstance(pod, dict) else {}
         pod_spec = pod.setdefault("spec", {})
@@ -117,7 +168,7 @@ class ReplicatedJobBuilder:
             pod_spec["subdomain"] = js.subdomain
         if c.EXCLUSIVE_TOPOLOGY in annotations and c.NODE_SELECTOR_STRATEGY in annotations:
             node_selector = pod_spec.setdefault("nodeSelector", {})
-            node_selector[c.NAMESPACED_JOB] = f"{js.namespace}_{name}"
+            node_selector[c.NAMESPACED_JOB] = namespaced
             pod_spec["tolerations"] = [*(pod_spec.get("tolerations") or []), {
                 "key": c.NO_SCHEDULE_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
         if js.independent:
@@ -126,7 +177,11 @@ class ReplicatedJobBuilder:
         else:
             spec["suspend"] = js.suspend
         if js.volume_claim_policies:
-            _add_volumes(js, pod_spec)
+            volumes = list(pod_spec.get("volumes") or [])
+            volumes.extend({"name": claim_name, "persistentVolumeClaim": {"claimName": claim}}
+                           for claim_name, claim in self.claims)
+            if volumes:
+                pod_spec["volumes"] = volumes
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -141,49 +196,8 @@ class ReplicatedJobBuilder:
         }
 
 
-def _defaulted_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The webhook's template defaults, for JobSets that reached us without the webhook."""
-    out = dict(spec)
-    out.setdefault("completionMode", "Indexed")
-    pod = dict(out.get("template") or {})
-    pod_spec = dict(pod.get("spec") or {})
-    if not pod_spec.get("restartPolicy"):
-        pod_spec["restartPolicy"] = "OnFailure"
-    pod["spec"] = pod_spec
-    out["template"] = pod
-    return out
-
-
 def pvc_name(js_name: str, template_name: str) -> str:
     return f"{template_name}-{js_name}"
-
-
-def mounts_volume(pod_spec: Any, volume: str) -> bool:
-    """Whether a container or init container of the pod mounts `volume` (upstream
-    hasVolumeMount). Admission asks it of unchecked input too, so anything malformed is simply
-    no mount."""
-    if not isinstance(pod_spec, dict):
-        return False
-    for key in ("containers", "initContainers"):
-        containers = pod_spec.get(key)
-        for container in containers if isinstance(containers, list) else ():
-            mounts = container.get("volumeMounts") if isinstance(container, dict) else None
-            for mount in mounts if isinstance(mounts, list) else ():
-                if isinstance(mount, dict) and mount.get("name") == volume:
-                    return True
-    return False
-
-
-def _add_volumes(js: JobSet, pod_spec: dict[str, Any]) -> None:
-    volumes = list(pod_spec.get("volumes") or [])
-    for policy in js.volume_claim_policies:
-        for template in policy.get("templates") or ():
-            name = ((template or {}).get("metadata") or {}).get("name", "")
-            if name and mounts_volume(pod_spec, name):
-                volumes.append({"name": name, "persistentVolumeClaim": {
-                    "claimName": pvc_name(js.name, name)}})
-    if volumes:
-        pod_spec["volumes"] = volumes
 
 
 def headless_service(js: JobSet) -> dict[str, Any]:
@@ -213,6 +227,8 @@ def persistent_volume_claims(js: JobSet) -> list[dict[str, Any]]:
                 metadata["annotations"] = dict(meta["annotations"])
             if retention == "Delete":
                 metadata["ownerReferences"] = [owner_reference(js)]
+            # A copy: the template belongs to the parsed spec, which later passes share.
             out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                        "metadata": metadata, "spec": (template or {}).get("spec") or {}})
+                        "metadata": metadata,
+                        "spec": copy_json((template or {}).get("spec") or {})})
     return out

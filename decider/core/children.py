@@ -26,6 +26,8 @@ class ChildJobs:
     failed: list[ObservedJob] = field(default_factory=list)
     previous: list[ObservedJob] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
+    # Observed Jobs the JobSet does not control, by name (name_conflicts.py).
+    foreign: dict[str, ObservedJob] = field(default_factory=dict)
 
 
 # Upstream parses these labels with strconv.Atoi: an optional sign and ASCII digits, within
@@ -56,7 +58,25 @@ def job_restarts(js: JobSet, status: dict[str, Any], rjob_name: str, key: str) -
     for rjs in status.get("replicatedJobsStatus") or ():
         if rjs.get("name") == rjob_name and rjs.get(key):
             return list(rjs[key])
-    return [0] * js._replicas_by_name.get(rjob_name, 0)
+    return [0] * js.replicas_of(rjob_name)
+
+
+class RestartCounters:
+    """job_restarts for many replicated Jobs of one status: the status is indexed once, where
+    asking job_restarts for each replicated Job would walk it for each one."""
+
+    def __init__(self, js: JobSet, status: dict[str, Any], key: str) -> None:
+        self.js = js
+        self.found: dict[Any, list[int]] = {}
+        for rjs in status.get("replicatedJobsStatus") or ():
+            name = rjs.get("name")
+            # The first entry of a name that has counters, as job_restarts reads it.
+            if rjs.get(key) and name not in self.found:
+                self.found[name] = rjs[key]
+
+    def of(self, rjob_name: str) -> list[int]:
+        values = self.found.get(rjob_name)
+        return list(values) if values is not None else [0] * self.js.replicas_of(rjob_name)
 
 
 def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
@@ -64,12 +84,22 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     out = ChildJobs()
     restarts = int(status.get("restarts") or 0)
     targets: dict[str, list[int]] = {}
+    counters: RestartCounters | None = None
+    uid = js.uid
+    add_name = out.names.add
     for i, job in enumerate(jobs):
         # Owned means controlled by this JobSet's UID; a same-named JobSet's Jobs are not ours.
-        if job.controller_uid != js.uid:
+        if job.controller_uid != uid:
+            out.foreign[job.name] = job
             continue
-        out.names.add(job.name)
-        if _label_int(job, i, c.RESTART_ATTEMPT) < restarts:
+        add_name(job.name)
+        attempt_label = job.labels.get(c.RESTART_ATTEMPT)
+        # The common case inline (ten thousand Jobs, a handful of label values), the rest and
+        # the error through _label_int.
+        restart_attempt = _atoi(attempt_label) if type(attempt_label) is str else None
+        if restart_attempt is None:
+            restart_attempt = _label_int(job, i, c.RESTART_ATTEMPT)
+        if restart_attempt < restarts:
             out.previous.append(job)
             continue
         if restart_job_gate:
@@ -85,7 +115,9 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
             if c.JOB_RESTART_ATTEMPT in job.labels:
                 attempt = _label_int(job, i, c.JOB_RESTART_ATTEMPT)
                 if rjob_name not in targets:
-                    targets[rjob_name] = job_restarts(js, status, rjob_name, "jobRestarts")
+                    if counters is None:
+                        counters = RestartCounters(js, status, "jobRestarts")
+                    targets[rjob_name] = counters.of(rjob_name)
                 target = targets[rjob_name]
                 if not 0 <= idx < len(target):
                     raise InvalidInput.at(
@@ -105,14 +137,18 @@ def classify(js: JobSet, jobs: list[ObservedJob], status: dict[str, Any],
     return out
 
 
-def _is_ready(job: ObservedJob, independent: bool) -> bool:
+def _is_ready(job: ObservedJob, independent: bool, suspend: bool | None) -> bool:
+    """suspend: job.suspend, read once by the caller (a view over a message reads it anew
+    each time)."""
     # A Job someone else suspended runs no pods; in Independent mode it is never Ready, even while
     # its status still shows the pods it had (seed 000: a suspended dependency is not Ready).
-    if independent and job.suspend:
+    if independent and suspend:
         return False
-    pods = job.parallelism if job.parallelism is not None else 1
-    if job.completions is not None and job.completions < pods:
-        pods = job.completions
+    parallelism = job.parallelism
+    pods = parallelism if parallelism is not None else 1
+    completions = job.completions
+    if completions is not None and completions < pods:
+        pods = completions
     return job.succeeded + job.ready >= pods
 
 
@@ -122,15 +158,17 @@ def replicated_jobs_status(js: JobSet, children: ChildJobs, status: dict[str, An
     counts: dict[str, dict[str, Any]] = {
         rj.name: {"name": rj.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0,
                   "suspended": 0} for rj in js.replicated_jobs}
+    independent = js.independent
     for job in children.active:
         entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME, ""))
         if entry is None:
             continue
-        if _is_ready(job, js.independent):
+        suspend = job.suspend
+        if _is_ready(job, independent, suspend):
             entry["ready"] += 1
         if job.active > 0:
             entry["active"] += 1
-        if job.suspend:
+        if suspend:
             entry["suspended"] += 1
     for key, jobs in (("succeeded", children.successful), ("failed", children.failed)):
         for job in jobs:
@@ -148,16 +186,20 @@ def replicated_jobs_status(js: JobSet, children: ChildJobs, status: dict[str, An
 
 
 def _normalized(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    keys = ("name", "ready", "succeeded", "failed", "active", "suspended")
+    # Spelled out rather than looped over the keys: every pass compares every entry.
     return sorted(
-        (tuple(e.get(k) or 0 for k in keys)
-         + (tuple(e.get("jobRestarts") or ()), tuple(e.get("jobRestartsCountTowardsMax") or ())))
+        (e.get("name") or 0, e.get("ready") or 0, e.get("succeeded") or 0,
+         e.get("failed") or 0, e.get("active") or 0, e.get("suspended") or 0,
+         tuple(e.get("jobRestarts") or ()), tuple(e.get("jobRestartsCountTowardsMax") or ()))
         for e in entries)
 
 
 def statuses_equal(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
     """Order-insensitive comparison, as upstream's equality check."""
-    return _normalized(old) == _normalized(new)
+    # Equal lists normalize alike: the steady pass (nothing changed) needs no sorting.
+    if old == new:
+        return True
+    return len(old) == len(new) and _normalized(old) == _normalized(new)
 
 
 def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

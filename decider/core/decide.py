@@ -28,6 +28,7 @@ from decider.core.child_jobs import (
 )
 from decider.core.children import (
     ChildJobs,
+    RestartCounters,
     by_name,
     classify,
     replicated_jobs_status,
@@ -36,7 +37,7 @@ from decider.core.children import (
 from decider.core.depends_on import dependencies_met
 from decider.core.jobset import JobSet, parse_jobset
 from decider.core.model import Action, Observed, ObservedJob, Plan
-from decider.core.state import PassState
+from decider.core.state import PassState, copy_json
 
 
 def decide(observed: Observed) -> Plan:
@@ -104,7 +105,7 @@ def decide(observed: Observed) -> Plan:
 def _untouched(js: JobSet, sentence: str) -> Plan:
     # Normalized as _finish does: a plan's status has every counter and terminalState whichever
     # way the pass ended (a deleted JobSet with no status gave a plan status without them).
-    return Plan(status=_normalized_status(js.status), explanation=[sentence],
+    return Plan(status=_normalized_status(copy_json(js.status)), explanation=[sentence],
                 resource_version=js.resource_version)
 
 
@@ -128,20 +129,23 @@ def _all_jobs_ready(js: JobSet, statuses: dict[str, dict]) -> bool:
 
 def _delete_jobs(st: PassState, jobs: list[ObservedJob], why: str) -> None:
     deleted = [job for job in jobs if not job.deletion_timestamp]
+    namespace = st.js.namespace
     for job in deleted:
-        st.act(Action(type="DeleteJob", name=job.name, api_version="batch/v1", kind="Job",
-                      uid=job.uid, propagation_policy=c.FOREGROUND, reason=why))
+        st.actions.append(Action(type="DeleteJob", name=job.name, namespace=namespace,
+                                 api_version="batch/v1", kind="Job", uid=job.uid,
+                                 propagation_policy=c.FOREGROUND, reason=why))
     if deleted:
         st.explain(f"delete {len(deleted)} job(s): {why}")
 
 
-def _exists(st: PassState, kind: str, name: str) -> bool:
-    return any(o.kind == kind and o.name == name for o in st.observed.objects)
+def _existing(st: PassState) -> set[tuple[str, str]]:
+    """(kind, name) of every observed object, asked once per object the pass may create."""
+    return {(o.kind, o.name) for o in st.observed.objects}
 
 
 def _create_headless_service(st: PassState) -> None:
     js = st.js
-    if not js.dns_hostnames or _exists(st, "Service", js.subdomain):
+    if not js.dns_hostnames or ("Service", js.subdomain) in _existing(st):
         return
     st.act(Action(type="CreateService", name=js.subdomain, api_version="v1", kind="Service",
                   object=headless_service(js),
@@ -150,9 +154,11 @@ def _create_headless_service(st: PassState) -> None:
 
 
 def _create_pvcs(st: PassState) -> None:
-    for pvc in persistent_volume_claims(st.js):
+    pvcs = persistent_volume_claims(st.js)
+    existing = _existing(st) if pvcs else set()
+    for pvc in pvcs:
         name = pvc["metadata"]["name"]
-        if _exists(st, "PersistentVolumeClaim", name):
+        if ("PersistentVolumeClaim", name) in existing:
             continue
         st.act(Action(type="CreatePVC", name=name, api_version="v1",
                       kind="PersistentVolumeClaim", object=pvc,
@@ -181,7 +187,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
     """Plan the missing Jobs, in upstream's order; returns the Jobs of other owners whose names
     a create needs (then the creation failed, and the pass stops after this replicated Job)."""
     js = st.js
-    foreign = name_conflicts.foreign_jobs(st.observed.jobs, js.uid)
+    foreign = children.foreign
     blocked = bool(children.previous) and js.failure_policy is not None and \
         js.failure_policy.restart_strategy == c.BLOCKING_RECREATE
     if blocked:
@@ -189,11 +195,14 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
                    "of the previous attempt still exist")
     sequenced = not js.suspend and js.in_order
     replicas: dict[str, int] = {}
+    counters: RestartCounters | None = None
     for index, rjob in enumerate(js.replicated_jobs):
         replicas[rjob.name] = rjob.replicas
+        # job_name spelled inline: this asks for every Job of every pass.
+        prefix = f"{js.name}-{rjob.name}-"
+        names = children.names
         missing = [] if blocked else [
-            i for i in range(rjob.replicas) if job_name(js.name, rjob.name, i) not in
-            children.names]
+            i for i in range(rjob.replicas) if f"{prefix}{i}" not in names]
         if not dependencies_met(rjob, replicas, statuses):
             if missing:
                 deps = ", ".join(f"{d.name} {d.status}" for d in rjob.depends_on)
@@ -202,20 +211,22 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
         if sequenced and startup_policy.all_replicas_started(rjob.replicas, statuses[rjob.name]):
             continue
         if missing:
-            builder = ReplicatedJobBuilder(js, rjob, st.status, restart_job_gate)
+            if restart_job_gate and counters is None:
+                counters = RestartCounters(js, st.status, "jobRestarts")
+            builder = ReplicatedJobBuilder(js, rjob, st.status, counters)
             if st.options.max_plan_bytes:
                 st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",
                            f"creating {len(missing):,} Job(s) of replicated job {rjob.name}")
             # Creates run in parallel upstream: a name held by another owner fails alone.
-            names = {i: job_name(js.name, rjob.name, i) for i in missing}
-            held = [foreign[n] for n in names.values() if n in foreign]
-            creatable = [i for i in missing if names[i] not in foreign]
+            held = [foreign[n] for n in (job_name(js.name, rjob.name, i) for i in missing)
+                    if n in foreign] if foreign else []
+            creatable = [i for i in missing
+                         if job_name(js.name, rjob.name, i) not in foreign] if foreign \
+                else missing
             for i in creatable:
-                job = builder.build(i)
-                st.act(Action(type="CreateJob", name=job["metadata"]["name"],
-                              api_version="batch/v1", kind="Job", object=job,
-                              reason=f"replica {i} of replicated job {rjob.name} is missing"))
+                # Its manifest is built when someone reads it (job_manifests.py).
+                st.act(builder.action(i))
             if creatable:
                 st.explain(f"create {len(creatable)} job(s) of replicated job {rjob.name} "
                            f"(restart attempt {st.restarts})"
@@ -243,7 +254,7 @@ def _creation_failed(st: PassState, held: list[ObservedJob]) -> Plan:
     st.explain(f"job(s) {', '.join(names)} cannot be created: a Job of that name exists and is "
                "not controlled by this JobSet; the pass stops there, without a status write")
     st.requeue_after_seconds = name_conflicts.backoff_seconds(st, held)
-    return Plan(actions=list(st.actions), status=_normalized_status(js.status),
+    return Plan(actions=list(st.actions), status=_normalized_status(copy_json(js.status)),
                 requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
                 resource_version=js.resource_version)
 

@@ -44,26 +44,57 @@ def first_failed(jobs: list[ObservedJob],
     """The Job whose Failed condition is strictly earliest; ties keep list order."""
     best: ObservedJob | None = None
     best_cond: JobCondition | None = None
+    best_key: tuple[int, datetime] | None = None
     for job in jobs:
         cond = _failure(job)
         if cond is None or (accept is not None and not accept(job, cond)):  # type: ignore[operator]
             continue
-        if best_cond is None or _failure_key(cond) < _failure_key(best_cond):
-            best, best_cond = job, cond
+        key = _failure_key(cond)
+        if best_key is None or key < best_key:
+            best, best_cond, best_key = job, cond, key
     return best, best_cond
+
+
+class RuleMatcher:
+    """rule_applies for many failed Jobs: Jobs that failed alike share their failure message,
+    so each rule's patterns are run once per distinct message, not once per Job."""
+
+    def __init__(self) -> None:
+        self._messages: dict[tuple[int, str], bool] = {}
+
+    def applies(self, index: int, rule: FailureRule, job: ObservedJob,
+                cond: JobCondition) -> bool:
+        if rule.reasons and cond.reason not in rule.reasons:
+            return False
+        if rule.patterns:
+            message = cond.message or ""
+            found = self._messages.get((index, message))
+            if found is None:
+                found = _message_matches(rule, message)
+                self._messages[(index, message)] = found
+            if not found:
+                return False
+        return _targets(rule, job)
+
+
+def _message_matches(rule: FailureRule, message: str) -> bool:
+    # Go's regexp.MatchString: a match anywhere in the message.
+    return any(p is not None and p.matches(message) for p in rule.patterns)
+
+
+def _targets(rule: FailureRule, job: ObservedJob) -> bool:
+    rjob = job.labels.get(c.REPLICATED_JOB_NAME, "")
+    if not rjob:
+        return False
+    return not rule.targets or rjob in rule.targets
 
 
 def rule_applies(rule: FailureRule, job: ObservedJob, cond: JobCondition) -> bool:
     if rule.reasons and cond.reason not in rule.reasons:
         return False
-    # Go's regexp.MatchString: a match anywhere in the message.
-    if rule.patterns and not any(p is not None and p.matches(cond.message or "")
-                                 for p in rule.patterns):
+    if rule.patterns and not _message_matches(rule, cond.message or ""):
         return False
-    rjob = job.labels.get(c.REPLICATED_JOB_NAME, "")
-    if not rjob:
-        return False
-    return not rule.targets or rjob in rule.targets
+    return _targets(rule, job)
 
 
 def _with_first_failed(message: str, job: ObservedJob) -> str:
@@ -100,8 +131,10 @@ def execute(st: PassState, failed: list[ObservedJob]) -> None:
 
     rule: FailureRule | None = None
     job: ObservedJob | None = None
-    for candidate in policy.rules:
-        job, _ = first_failed(failed, lambda j, cond, r=candidate: rule_applies(r, j, cond))
+    matcher = RuleMatcher()
+    for index, candidate in enumerate(policy.rules):
+        job, _ = first_failed(failed, lambda j, cond, i=index, r=candidate:
+                              matcher.applies(i, r, j, cond))
         if job is not None:
             rule = candidate
             break

@@ -31,6 +31,7 @@ from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, jobset_gang
 from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
 from decider.core.model import Action, Event
+from decider.core.plain_json import is_plain
 from decider.core.state import PassState
 
 GANG_KINDS = ("Workload", "PodGroup")
@@ -166,10 +167,12 @@ def link_jobs(st: PassState, step: GangStep) -> None:
         if patch is not None:
             spec = action.object.setdefault("spec", {})
             spec["template"] = merge_patch(spec.get("template"), patch)
+            action.plain_json = action.plain_json and is_plain(patch)
         annotations = plan.job_annotations.get(action.name)
         if annotations:
             meta = action.object.setdefault("metadata", {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+            action.plain_json = action.plain_json and is_plain(annotations)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

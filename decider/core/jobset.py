@@ -1,74 +1,48 @@
 """A typed, defaulted view of the JobSet a decision reads.
 
 The API server may hand the controller a JobSet that its webhook never defaulted (the CRD alone
-defaults only replicas and groupName), so absent fields read as the webhook would have set them:
-network DNS hostnames on, success policy All, startup policy AnyOrder. A JobSet that went through
-the webhook reads the same. Anything of the wrong shape raises InvalidInput naming the field.
+defaults only replicas and groupName), so absent fields read as the webhook would have set them
+(decider/core/jobset_spec.py). A JobSet that went through the webhook reads the same. Anything of
+the wrong shape raises InvalidInput naming the field; when several fields are wrong, the first in
+the order below is named: the spec's replicated Jobs, network, policies and PVC templates, then
+the status and timestamps, then the metadata, then the rest of the spec.
+
+A JobSet is read once per distinct content, its spec once per distinct spec
+(decider/core/spec_cache.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from decider.core import access as acc
 from decider.core import constants as c
 from decider.core import times
 from decider.core.errors import InvalidInput
-from decider.core.go_regex import GoRegexp, compile_go_regex
+from decider.core.jobset_spec import (
+    Coordinator,
+    DependsOn,
+    FailurePolicy,
+    FailureRule,
+    Placement,
+    ReplicatedJob,
+    Spec,
+    parse_head,
+    parse_tail,
+)
+from decider.core.plain_json import plain_bytes
+from decider.core.spec_cache import JOBSETS, SPECS
+
+__all__ = ["Coordinator", "DependsOn", "FailurePolicy", "FailureRule", "JobSet", "Placement",
+           "ReplicatedJob", "is_independent", "parse_jobset"]
 
 
-def _enum(value: Any, path: str, allowed: tuple[str, ...], default: str) -> str:
-    s = acc.as_str(value, path, default)
-    if s not in allowed:
-        raise InvalidInput.at(path, f'unsupported value "{s}": supported values: '
-                              + ", ".join(f'"{a}"' for a in allowed))
-    return s
-
-
-@dataclass(slots=True)
-class DependsOn:
-    name: str
-    status: str  # "Ready" | "Complete"
-
-
-@dataclass(slots=True)
-class ReplicatedJob:
-    name: str
-    group_name: str
-    replicas: int
-    template: dict[str, Any]  # JobTemplateSpec, copied opaquely into child Jobs
-    depends_on: list[DependsOn]
-    parallelism: int | None
-    completions: int | None
-    indexed: bool
-
-
-@dataclass(slots=True)
-class FailureRule:
-    name: str
-    action: str
-    reasons: list[str]
-    patterns: list[GoRegexp | None]  # None: a pattern Go does not compile never matches
-    targets: list[str]
-
-
-@dataclass(slots=True)
-class FailurePolicy:
-    max_restarts: int
-    restart_strategy: str
-    rules: list[FailureRule]
-
-
-@dataclass(slots=True)
-class Coordinator:
-    replicated_job: str
-    job_index: int
-    pod_index: int
-
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class JobSet:
+    """Shared by every pass over the same JobSet content: read, never written (a pass copies
+    the status it builds)."""
+
     raw: dict[str, Any]
     name: str
     namespace: str
@@ -77,32 +51,40 @@ class JobSet:
     labels: dict[str, str]
     annotations: dict[str, str]
     deletion_timestamp: str
-    replicated_jobs: list[ReplicatedJob]
+    replicated_jobs: tuple[ReplicatedJob, ...]
     dns_hostnames: bool
     subdomain: str
     publish_not_ready: bool
     success_operator: str
-    success_targets: list[str]
+    success_targets: tuple[str, ...]
     failure_policy: FailurePolicy | None
     in_order: bool
     suspend: bool
     managed_by: str | None
     coordinator: Coordinator | None
     ttl_seconds_after_finished: int | None
-    volume_claim_policies: list[dict[str, Any]]
+    volume_claim_policies: tuple[dict[str, Any], ...]
     status: dict[str, Any]
-    independent: bool = False
-    _replicas_by_name: dict[str, int] = field(default_factory=dict)
+    # The status as plain JSON bytes (plain_json.py), when it is: each pass copies the status
+    # it builds on, and orjson copies it several times faster than a walk. None otherwise.
+    status_json: bytes | None
+    independent: bool
+    # Shared with every JobSet of the same spec: read, never written.
+    spec: Spec
 
     def rjob(self, name: str) -> ReplicatedJob | None:
-        for rj in self.replicated_jobs:
-            if rj.name == name:
-                return rj
-        return None
+        return self.spec.rjobs_by_name.get(name)
+
+    def replicas_of(self, name: str) -> int:
+        rjob = self.spec.rjobs_by_name.get(name)
+        return rjob.replicas if rjob is not None else 0
+
+    def placement(self, name: str) -> Placement:
+        return self.spec.placement[name]
 
     @property
     def total_replicas(self) -> int:
-        return sum(rj.replicas for rj in self.replicated_jobs)
+        return self.spec.total_replicas
 
 
 def is_independent(annotations: dict[str, str]) -> bool:
@@ -111,134 +93,25 @@ def is_independent(annotations: dict[str, str]) -> bool:
             or annotations.get(c.SKIP_SUSPEND_RECONCILIATION) == "true")
 
 
-def _compile(pattern: str) -> GoRegexp | None:
-    # Upstream compiles with Go's regexp when a Job fails and a pattern that does not compile
-    # never matches; admission refuses those, and a JobSet that skipped it reads them as None.
-    return compile_go_regex(pattern)
-
-
-def _object(value: Any, path: str) -> dict[str, Any]:
-    """A list item the pass reads as an object: unlike an absent field, null is no object."""
-    if not isinstance(value, dict):
-        raise InvalidInput.at(path, "must be an object")
-    return value
-
-
-def _validate_meta(meta: Any, path: str) -> dict[str, Any]:
-    meta = acc.as_map(meta, path)
-    acc.as_str_map(meta.get("labels"), f"{path}.labels")
-    acc.as_str_map(meta.get("annotations"), f"{path}.annotations")
-    return meta
-
-
-def _validate_template(template: dict[str, Any], path: str) -> None:
-    """The parts of the opaque Job template the pass reads (child Job labels, pod labels and
-    annotations, scheduling directives merged on resume, volume mounts for PVCs): a JobSet that
-    skipped the API server's schema crashed the pass with junk there, so check their shape."""
-    _validate_meta(template.get("metadata"), f"{path}.metadata")
-    tspec = acc.as_map(template.get("spec"), f"{path}.spec")
-    pod = acc.as_map(tspec.get("template"), f"{path}.spec.template")
-    _validate_meta(pod.get("metadata"), f"{path}.spec.template.metadata")
-    ppath = f"{path}.spec.template.spec"
-    pod_spec = acc.as_map(pod.get("spec"), ppath)
-    acc.as_str_map(pod_spec.get("nodeSelector"), f"{ppath}.nodeSelector")
-    acc.as_list(pod_spec.get("tolerations"), f"{ppath}.tolerations")
-    acc.as_list(pod_spec.get("schedulingGates"), f"{ppath}.schedulingGates")
-    acc.as_list(pod_spec.get("volumes"), f"{ppath}.volumes")
-    for key in ("containers", "initContainers"):
-        for i, container in enumerate(acc.as_list(pod_spec.get(key), f"{ppath}.{key}")):
-            container = _object(container, f"{ppath}.{key}[{i}]")
-            for j, mount in enumerate(acc.as_list(container.get("volumeMounts"),
-                                                  f"{ppath}.{key}[{i}].volumeMounts")):
-                _object(mount, f"{ppath}.{key}[{i}].volumeMounts[{j}]")
-
-
-def _volume_claim_policy(value: Any, path: str) -> dict[str, Any]:
-    """The PVC templates the pass copies into PersistentVolumeClaims, checked as above."""
-    policy = acc.as_map(value, path)
-    for i, template in enumerate(acc.as_list(policy.get("templates"), f"{path}.templates")):
-        tpath = f"{path}.templates[{i}]"
-        template = _object(template, tpath)
-        meta = _validate_meta(template.get("metadata"), f"{tpath}.metadata")
-        acc.as_str(meta.get("name"), f"{tpath}.metadata.name")
-        acc.as_map(template.get("spec"), f"{tpath}.spec")
-    retention = acc.as_map(policy.get("retentionPolicy"), f"{path}.retentionPolicy")
-    _enum(retention.get("whenDeleted"), f"{path}.retentionPolicy.whenDeleted",
-          c.RETENTION_POLICIES, c.RETENTION_DELETE)
-    return policy
-
-
-def _parse_rjob(item: Any, path: str) -> ReplicatedJob:
-    item = acc.as_map(item, path)
-    name = acc.as_str(item.get("name"), f"{path}.name")
-    if not name:
-        raise InvalidInput.at(f"{path}.name", "Required value")
-    template = item.get("template")
-    if template is None:
-        raise InvalidInput.at(f"{path}.template", "Required value")
-    template = acc.as_map(template, f"{path}.template")
-    tspec = acc.as_map(template.get("spec"), f"{path}.template.spec")
-    _validate_template(template, f"{path}.template")
-    deps = []
-    for j, d in enumerate(acc.as_list(item.get("dependsOn"), f"{path}.dependsOn")):
-        dpath = f"{path}.dependsOn[{j}]"
-        d = acc.as_map(d, dpath)
-        deps.append(DependsOn(
-            name=acc.as_str(d.get("name"), f"{dpath}.name"),
-            status=_enum(d.get("status"), f"{dpath}.status", c.DEPENDS_ON_STATUSES,
-                         c.DEPENDS_ON_READY),
-        ))
-    mode = acc.as_str(tspec.get("completionMode"), f"{path}.template.spec.completionMode",
-                c.INDEXED)
-    return ReplicatedJob(
-        name=name,
-        group_name=acc.as_str(item.get("groupName"), f"{path}.groupName") or "default",
-        replicas=acc.as_int(item.get("replicas"), f"{path}.replicas", 1, minimum=0),
-        template=template,
-        depends_on=deps,
-        parallelism=acc.as_int(tspec.get("parallelism"), f"{path}.template.spec.parallelism",
-                         minimum=0),
-        completions=acc.as_int(tspec.get("completions"), f"{path}.template.spec.completions",
-                         minimum=0),
-        indexed=mode == c.INDEXED,
-    )
-
-
-def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
-    if value is None:
-        return None
-    fp = acc.as_map(value, path)
-    rules = []
-    for i, r in enumerate(acc.as_list(fp.get("rules"), f"{path}.rules")):
-        rpath = f"{path}.rules[{i}]"
-        r = acc.as_map(r, rpath)
-        patterns = [acc.as_str(p, f"{rpath}.onJobFailureMessagePatterns[{j}]") for j, p in
-                    enumerate(acc.as_list(r.get("onJobFailureMessagePatterns"),
-                                          f"{rpath}.onJobFailureMessagePatterns"))]
-        if r.get("action") is None:
-            raise InvalidInput.at(f"{rpath}.action", "Required value")
-        rules.append(FailureRule(
-            # The webhook names unnamed rules; a JobSet that skipped it reads the same.
-            name=acc.as_str(r.get("name"), f"{rpath}.name") or f"failurePolicyRule{i}",
-            action=_enum(r.get("action"), f"{rpath}.action", c.FAILURE_ACTIONS, ""),
-            reasons=[acc.as_str(x, f"{rpath}.onJobFailureReasons[{j}]") for j, x in
-                     enumerate(acc.as_list(r.get("onJobFailureReasons"),
-                                           f"{rpath}.onJobFailureReasons"))],
-            patterns=[_compile(p) for p in patterns],
-            targets=[acc.as_str(x, f"{rpath}.targetReplicatedJobs[{j}]") for j, x in
-                     enumerate(acc.as_list(r.get("targetReplicatedJobs"),
-                                           f"{rpath}.targetReplicatedJobs"))],
-        ))
-    return FailurePolicy(
-        max_restarts=acc.as_int(fp.get("maxRestarts"), f"{path}.maxRestarts", 0, minimum=0),
-        restart_strategy=_enum(fp.get("restartStrategy"), f"{path}.restartStrategy",
-                               c.RESTART_STRATEGIES, c.RECREATE),
-        rules=rules,
-    )
-
-
 def parse_jobset(obj: Any) -> JobSet:
     """Read a JobSet object (as the API server serves it) into the typed, defaulted view."""
+    found = JOBSETS.get_by_source(obj)
+    if found is not None:
+        return found
+    key = JOBSETS.key(obj) if type(obj) is dict else None
+    found = JOBSETS.get(key)
+    if found is not None:
+        return found
+    if key is None:
+        return _parse(obj, private=False)
+    source = JOBSETS.private_copy(key)
+    js = _parse(source, private=True)
+    JOBSETS.put(key, js, source)
+    return js
+
+
+def _parse(obj: Any, private: bool) -> JobSet:
+    """private: `obj` is a cache's own copy, which nobody changes: its spec needs no other."""
     if not isinstance(obj, dict):
         raise InvalidInput.at("jobset", "must be a JSON object")
     kind = obj.get("kind")
@@ -251,76 +124,59 @@ def parse_jobset(obj: Any) -> JobSet:
     name = acc.as_str(meta.get("name"), "metadata.name")
     if not name:
         raise InvalidInput.at("metadata.name", "Required value")
-    spec = acc.as_map(obj.get("spec"), "spec")
+    raw_spec = acc.as_map(obj.get("spec"), "spec")
     status = acc.as_map(obj.get("status"), "status")
     annotations = acc.as_str_map(meta.get("annotations"), "metadata.annotations")
 
-    rjobs = [_parse_rjob(item, f"spec.replicatedJobs[{i}]") for i, item in
-             enumerate(acc.as_list(spec.get("replicatedJobs"), "spec.replicatedJobs"))]
-    seen: set[str] = set()
-    for i, rj in enumerate(rjobs):
-        if rj.name in seen:
-            raise InvalidInput.at(f"spec.replicatedJobs[{i}].name", f'duplicate value "{rj.name}"')
-        seen.add(rj.name)
-
-    network = acc.as_map(spec.get("network"), "spec.network")
-    dns = acc.as_bool(network.get("enableDNSHostnames"), "spec.network.enableDNSHostnames")
-    publish = acc.as_bool(network.get("publishNotReadyAddresses"),
-                    "spec.network.publishNotReadyAddresses")
-    success = acc.as_map(spec.get("successPolicy"), "spec.successPolicy")
-    startup = acc.as_map(spec.get("startupPolicy"), "spec.startupPolicy")
-    coord_raw = spec.get("coordinator")
-    coordinator = None
-    if coord_raw is not None:
-        cr = acc.as_map(coord_raw, "spec.coordinator")
-        coordinator = Coordinator(
-            replicated_job=acc.as_str(cr.get("replicatedJob"), "spec.coordinator.replicatedJob"),
-            job_index=acc.as_int(cr.get("jobIndex"), "spec.coordinator.jobIndex", 0),
-            pod_index=acc.as_int(cr.get("podIndex"), "spec.coordinator.podIndex", 0),
-        )
-    managed_by = spec.get("managedBy")
-    if managed_by is not None:
-        managed_by = acc.as_str(managed_by, "spec.managedBy")
-    vcps = [_volume_claim_policy(v, f"spec.volumeClaimPolicies[{i}]") for i, v in
-            enumerate(acc.as_list(spec.get("volumeClaimPolicies"), "spec.volumeClaimPolicies"))]
+    key = SPECS.key(raw_spec)
+    spec = SPECS.get(key)
+    # A cached spec was read without error, so only the checks below can fail, in this order;
+    # reading it again would find its errors, if any, before, between and after them.
+    source = None
+    head = None
+    if spec is None:
+        source = raw_spec if key is None or private else SPECS.private_copy(key)
+        head = parse_head(source)
     _validate_status(status)
-    for key in ("creationTimestamp", "deletionTimestamp"):
-        times.check(acc.as_str(meta.get(key), f"metadata.{key}"), f"metadata.{key}")
-
-    js = JobSet(
+    for field in ("creationTimestamp", "deletionTimestamp"):
+        times.check(acc.as_str(meta.get(field), f"metadata.{field}"), f"metadata.{field}")
+    namespace = acc.as_str(meta.get("namespace"), "metadata.namespace", "default") or "default"
+    uid = acc.as_str(meta.get("uid"), "metadata.uid")
+    resource_version = acc.as_str(meta.get("resourceVersion"), "metadata.resourceVersion")
+    labels = acc.as_str_map(meta.get("labels"), "metadata.labels")
+    if head is not None:
+        spec = parse_tail(head)
+        if key is not None:
+            SPECS.put(key, spec, source)
+    assert spec is not None
+    return JobSet(
         raw=obj,
         name=name,
-        namespace=acc.as_str(meta.get("namespace"), "metadata.namespace", "default") or "default",
-        uid=acc.as_str(meta.get("uid"), "metadata.uid"),
-        resource_version=acc.as_str(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        labels=acc.as_str_map(meta.get("labels"), "metadata.labels"),
+        namespace=namespace,
+        uid=uid,
+        resource_version=resource_version,
+        labels=labels,
         annotations=annotations,
-        deletion_timestamp=acc.as_str(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
-        replicated_jobs=rjobs,
-        # Upstream skips the Service when enableDNSHostnames is nil; the webhook sets it true, so
-        # only an explicit false turns DNS off here.
-        dns_hostnames=dns is not False,
-        subdomain=acc.as_str(network.get("subdomain"), "spec.network.subdomain") or name,
-        publish_not_ready=publish is not False,
-        success_operator=_enum(success.get("operator"), "spec.successPolicy.operator",
-                               c.OPERATORS, c.OPERATOR_ALL),
-        success_targets=[acc.as_str(x, f"spec.successPolicy.targetReplicatedJobs[{i}]") for i, x in
-                         enumerate(acc.as_list(success.get("targetReplicatedJobs"),
-                                         "spec.successPolicy.targetReplicatedJobs"))],
-        failure_policy=_parse_failure_policy(spec.get("failurePolicy"), "spec.failurePolicy"),
-        in_order=_enum(startup.get("startupPolicyOrder"), "spec.startupPolicy.startupPolicyOrder",
-                       c.STARTUP_ORDERS, c.ANY_ORDER) == c.IN_ORDER,
-        suspend=bool(acc.as_bool(spec.get("suspend"), "spec.suspend")),
-        managed_by=managed_by,
-        coordinator=coordinator,
-        ttl_seconds_after_finished=acc.as_int(spec.get("ttlSecondsAfterFinished"),
-                                        "spec.ttlSecondsAfterFinished", minimum=0),
-        volume_claim_policies=vcps,
+        deletion_timestamp=acc.as_str(meta.get("deletionTimestamp"),
+                                      "metadata.deletionTimestamp"),
+        replicated_jobs=spec.replicated_jobs,
+        dns_hostnames=spec.dns_hostnames,
+        subdomain=spec.subdomain or name,
+        publish_not_ready=spec.publish_not_ready,
+        success_operator=spec.success_operator,
+        success_targets=spec.success_targets,
+        failure_policy=spec.failure_policy,
+        in_order=spec.in_order,
+        suspend=spec.suspend,
+        managed_by=spec.managed_by,
+        coordinator=spec.coordinator,
+        ttl_seconds_after_finished=spec.ttl_seconds_after_finished,
+        volume_claim_policies=spec.volume_claim_policies,
         status=status,
+        status_json=plain_bytes(status),
         independent=is_independent(annotations),
+        spec=spec,
     )
-    js._replicas_by_name = {rj.name: rj.replicas for rj in rjobs}
-    return js
 
 
 def _validate_status(status: dict[str, Any]) -> None:
@@ -343,7 +199,7 @@ def _validate_status(status: dict[str, Any]) -> None:
         times.check(cond.get("lastTransitionTime"), f"{cpath}.lastTransitionTime")
     seen: set[str] = set()
     for i, rjs in enumerate(acc.as_list(status.get("replicatedJobsStatus"),
-                                  "status.replicatedJobsStatus")):
+                                        "status.replicatedJobsStatus")):
         rpath = f"status.replicatedJobsStatus[{i}]"
         if rjs is None:
             raise InvalidInput.at(rpath, "must be an object")

@@ -144,7 +144,10 @@ class Event:
 
 @dataclass(slots=True)
 class Action:
-    """One side effect. `type` is one of design.md's action kinds (CreateJob, DeleteJob, ...)."""
+    """One side effect. `type` is one of design.md's action kinds (CreateJob, DeleteJob, ...).
+
+    A CreateJob action may be a job_manifests.LazyJobAction: the same fields, its `object`
+    built when first read."""
 
     type: str
     name: str
@@ -158,6 +161,10 @@ class Action:
     propagation_policy: str = ""
     reason: str = ""
     event: Event | None = None
+    # `object` holds only strings, booleans, nulls, integers within 64 bits, lists and dicts
+    # with string keys (a Job built from a template checked once): every JSON encoder writes it
+    # byte for byte alike, so an adapter may use a faster one. False promises nothing.
+    plain_json: bool = False
 
 
 @dataclass(slots=True)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from decider.core.errors import TooLarge
 from decider.core.jobset import JobSet
 from decider.core.model import Action, Event, FailureOutcome, Observed, Options
@@ -54,7 +56,8 @@ class PassState:
 
     @classmethod
     def start(cls, js: JobSet, observed: Observed) -> PassState:
-        status = copy_json(js.status)
+        status = orjson.loads(js.status_json) if js.status_json is not None \
+            else copy_json(js.status)
         status.setdefault("restarts", 0)
         return cls(js=js, observed=observed, status=status, now_str=format_time(observed.now))
 

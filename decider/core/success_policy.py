@@ -8,13 +8,15 @@ first success of any Job.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from decider.core import conditions
 from decider.core import constants as c
 from decider.core.model import ObservedJob
 from decider.core.state import PassState
 
 
-def _targeted(targets: list[str], rjob_name: str) -> bool:
+def _targeted(targets: Collection[str], rjob_name: str) -> bool:
     return not targets or rjob_name in targets
 
 
@@ -22,14 +24,17 @@ def jobs_expected(st: PassState) -> int:
     js = st.js
     if js.success_operator == "Any":
         return 1
-    return sum(rj.replicas for rj in js.replicated_jobs if _targeted(js.success_targets, rj.name))
+    targets = frozenset(js.success_targets)
+    return sum(rj.replicas for rj in js.replicated_jobs if _targeted(targets, rj.name))
 
 
 def execute(st: PassState, successful: list[ObservedJob]) -> bool:
     """Mark the JobSet Completed when the policy is met; return whether it was."""
     targets = st.js.success_targets
+    # A set: asked once per successful Job.
+    wanted = frozenset(targets)
     matching = sum(1 for job in successful
-                   if _targeted(targets, job.labels.get(c.REPLICATED_JOB_NAME, "")))
+                   if _targeted(wanted, job.labels.get(c.REPLICATED_JOB_NAME, "")))
     expected = jobs_expected(st)
     if matching < expected:
         return False

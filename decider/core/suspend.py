@@ -42,13 +42,32 @@ def _toleration(raw: Any) -> Toleration:
                       toleration_seconds=seconds if isinstance(seconds, int) else None)
 
 
+def _key(item: Any) -> Any:
+    """A hashable stand-in equal for equal items (a Toleration is not hashable)."""
+    if isinstance(item, Toleration):
+        return (Toleration, item.key, item.operator, item.value, item.effect,
+                item.toleration_seconds)
+    hash(item)  # TypeError for what has no such stand-in
+    return item
+
+
 def _union(first: list[Any], second: list[Any]) -> list[Any]:
     # Upstream's MergeSlices loses order (it goes through a Go map); we keep the Job's entries
     # first, then the template's new ones, so that plans stay deterministic.
     out = list(first)
-    for item in second:
-        if item not in out:
-            out.append(item)
+    try:
+        # Each Job is merged with its template: a set keeps that linear in their lengths.
+        seen = {_key(item) for item in out}
+        for item in second:
+            key = _key(item)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    except TypeError:  # an unhashable scheduling gate name: compare item by item
+        out = list(first)
+        for item in second:
+            if item not in out:
+                out.append(item)
     return out
 
 

@@ -53,7 +53,19 @@ def check(value: object, field: str, seen: set[str] | None = None) -> None:
 
 def check_jobs(jobs: Iterable[ObservedJob]) -> None:
     """Every time of the observed Jobs, named as the request names them."""
-    # Jobs created together share their times: each distinct value is parsed once.
+    jobs = jobs if isinstance(jobs, list) else list(jobs)
+    # Jobs created together share their times: each distinct value is parsed once. Only when
+    # one is wrong are the Jobs walked in order, to name the first wrong field.
+    try:
+        values = {job.creation_timestamp for job in jobs}
+        values.update([job.deletion_timestamp for job in jobs])
+        values.update([job.start_time for job in jobs])
+        values.update([cond.last_transition_time for job in jobs for cond in job.conditions])
+    except TypeError:  # an unhashable value: the walk below reports or skips it
+        values = None
+    if values is not None and all(
+            not value or not isinstance(value, str) or is_rfc3339(value) for value in values):
+        return
     seen: set[str] = set()
     for i, job in enumerate(jobs):
         check(job.creation_timestamp, f"jobs[{i}].creation_timestamp", seen)

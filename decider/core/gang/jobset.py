@@ -76,6 +76,7 @@ class JobSetFacts:
     scheduling: dict[str, Any] | None
     mode: str | None  # annotation mode, when set
     template_text: str
+    _by_name: dict[str, RJob] | None = field(default=None, repr=False, compare=False)
 
     @property
     def sequenced(self) -> bool:
@@ -92,8 +93,16 @@ class JobSetFacts:
             "blockOwnerDeletion": True,
         }
 
-    def rjob(self, name: str) -> RJob | None:
-        return next((r for r in self.rjobs if r.name == name), None)
+    def rjob(self, name: Any) -> RJob | None:
+        # Indexed on first use: validation asks it for every target of every entry.
+        if self._by_name is None:
+            self._by_name = {}
+            for r in self.rjobs:
+                self._by_name.setdefault(r.name, r)
+        try:
+            return self._by_name.get(name)
+        except TypeError:  # an unhashable target in a malformed entry names no replicated Job
+            return None
 
 
 def read_jobset(js: dict[str, Any], *, need_identity: bool = True) -> JobSetFacts:

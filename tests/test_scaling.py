@@ -1,0 +1,122 @@
+"""No cost of a decision grows faster than linearly: in Jobs, replicated Jobs, failed Jobs or
+status entries, under every feature gate, through the core and through the worker path.
+
+Each situation of support/scaling.py is decided at a size and at twice that size along one
+axis, and the work done must at most (about) double:
+- deterministically, by the lines of the decider's own code executed (support/opcount.py), with
+  the caches warm and, for reading the JobSet, cold;
+- by time, min of several runs, for what lines do not see (work inside C, such as `x in list`),
+  with a bound (3x for 2x the size) that a quadratic cost at these sizes exceeds and noise on
+  a shared machine does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from decider import dispatch
+from decider.core.decide import decide
+from decider.core.errors import InvalidInput
+from decider.core.model import Observed
+from decider.core.spec_cache import CACHES
+from decider.limits import Limits
+from support.opcount import lines_executed
+from support.scaling import SITUATIONS, Shape, request
+
+# Twice the size must cost at most this much more (a linear cost plus a fixed part is below 2;
+# the quadratic costs this guards against were 3.6 to 3.9 at these sizes).
+LINES_BOUND = 2.1
+TIME_BOUND = 3.0
+# Strings are checked whatever the request's size (by default only past 256 KiB, a step that
+# would fall between two sizes).
+LIMITS = Limits(max_string_bytes=4096)
+
+AXES = {
+    # Replicated Jobs of one Job each: also status entries, failed Jobs (one per replicated Job
+    # in restart_job_failed) and failure-rule targets.
+    "replicated Jobs": (Shape(128, 1), Shape(256, 1)),
+    # Jobs of four replicated Jobs: also failed Jobs (`failed`), pods (`in_place`).
+    "Jobs": (Shape(4, 128), Shape(4, 256)),
+}
+
+
+def _decide(observed: Observed) -> None:
+    try:
+        decide(observed)
+    except InvalidInput:
+        raise AssertionError("a scaling scenario must be decidable") from None
+
+
+def _answer(payload: bytes) -> None:
+    reply = dispatch.answer("Decide", payload, LIMITS)
+    assert reply.code == dispatch.OK, reply.message
+
+
+def _ratio(counts: list[int]) -> float:
+    return counts[1] / counts[0]
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("situation", SITUATIONS)
+def test_core_work_is_linear(situation: str, axis: str) -> None:
+    counts = []
+    for shape in AXES[axis]:
+        observed = SITUATIONS[situation](shape)
+        _decide(observed)  # warm: the spec and the JobSet are read once
+        counts.append(lines_executed(lambda observed=observed: _decide(observed)))
+    assert _ratio(counts) <= LINES_BOUND, (situation, axis, counts)
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("situation", ["steady", "restart_job_failed", "gang", "volumes"])
+def test_reading_a_jobset_is_linear(situation: str, axis: str) -> None:
+    """With the caches off, every pass reads and validates the whole JobSet."""
+    counts = []
+    for shape in AXES[axis]:
+        observed = SITUATIONS[situation](shape)
+        for cache in CACHES:
+            cache.enabled = False
+        try:
+            counts.append(lines_executed(lambda observed=observed: _decide(observed)))
+        finally:
+            for cache in CACHES:
+                cache.enabled = True
+    assert _ratio(counts) <= LINES_BOUND, (situation, axis, counts)
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("situation", ["steady", "restart", "recreate", "restart_job_steady",
+                                       "failed", "resume", "in_place"])
+def test_worker_path_work_is_linear(situation: str, axis: str) -> None:
+    """Request bytes in, answer bytes out: parsing, limits, JSON, views, deciding, writing."""
+    counts = []
+    for shape in AXES[axis]:
+        payload = request(SITUATIONS[situation](shape))
+        _answer(payload)
+        counts.append(lines_executed(lambda payload=payload: _answer(payload)))
+    assert _ratio(counts) <= LINES_BOUND, (situation, axis, counts)
+
+
+def _best_of(fn: Callable[[], None], runs: int = 5) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("situation", ["recreate", "restart_job_recreate", "restart_job_failed",
+                                       "failed", "succeeded", "elastic", "gang", "volumes"])
+def test_time_grows_linearly_in_replicated_jobs(situation: str) -> None:
+    small, large = (SITUATIONS[situation](Shape(r, 1)) for r in (1000, 2000))
+    ratios = []
+    for _ in range(3):  # a slow moment of a shared machine may hit one measurement
+        ratios.append(_best_of(lambda: _decide(large)) / _best_of(lambda: _decide(small)))
+        if ratios[-1] <= TIME_BOUND:
+            return
+    raise AssertionError(f"{situation}: twice the replicated Jobs took {ratios} times as long")
