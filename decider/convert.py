@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 from decider import json_input, limits, summarize
@@ -268,6 +268,9 @@ def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
                                     action=d.action)
 
 
+_MAX_DURATION = timedelta(seconds=315_576_000_000)
+
+
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     msg = pb.DecideResponse(
         actions=[_action(a) for a in plan.actions],
@@ -278,6 +281,9 @@ def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     )
     if plan.failure is not None:
         msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
+    if plan.requeue_after > timedelta(0):
+        # google.protobuf.Duration ends at 10,000 years; only absurd dates reach past it.
+        msg.requeue_after.FromTimedelta(min(plan.requeue_after, _MAX_DURATION))
     return msg
 
 
