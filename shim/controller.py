@@ -251,6 +251,10 @@ class Shim:
                 "; ".join(plan.explanation) or f"{len(plan.actions)} actions",
             )
         self.applier.apply(jobset, plan)
+        # The exact delay (a TTL's remainder) when the decider sends one; whole seconds from a
+        # decider that predates it.
+        if plan.HasField("requeue_after"):
+            return plan.requeue_after.ToTimedelta().total_seconds()
         return float(plan.requeue_after_seconds)
 
     def process(self, key: Key) -> bool:
