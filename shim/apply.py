@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 
 from decider.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES, status_to_dict
+from shim.event_sink import EventSink
 from shim.events import JOBSET_API_VERSION, EventRecorder
 from shim.kube import Kube, Obj, Resource, status_reason
 from shim.owned import controller_ref
@@ -118,14 +119,18 @@ class Applier:
         is_leader: Callable[[], bool] = lambda: True,
         max_parallel: int = 16,
         gang_kinds: Mapping[str, str] | None = None,
+        background_events: bool = False,
     ) -> None:
+        """`background_events`: events are written by a thread of their own (shim/event_sink.py)
+        and a pass does not wait for them; otherwise each is written in its turn."""
         self.kube = kube
         self.controller_name = controller_name
         self.identity = identity
         self.is_leader = is_leader
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply")
         self.jobsets = kube.resource(JOBSET_API_VERSION, "JobSet")
-        self.recorder = EventRecorder(kube, controller_name, identity, self._guard)
+        self.sink = EventSink(kube.for_events(), self._guard) if background_events else None
+        self.recorder = EventRecorder(kube, controller_name, identity, self._guard, self.sink)
         # kind -> apiVersion of the gang objects, for actions that do not name their version.
         self.default_kinds = dict(_DEFAULT_KIND)
         for action_types, kind in (
@@ -145,6 +150,8 @@ class Applier:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self.sink is not None:
+            self.sink.close()
 
     def apply(self, jobset: Obj, plan: pb.DecideResponse) -> ApplyResult:
         result = ApplyResult()

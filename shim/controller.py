@@ -98,6 +98,7 @@ class Shim:
             self.is_leader,
             config.max_parallel_writes,
             gang_kinds={kind: api_version for api_version, kind in config.gang_kinds},
+            background_events=True,
         )
         self._owned = OwnedIndex()
         w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,

@@ -35,7 +35,9 @@ def test_fail_jobset_policy_fails_and_deletes_active_jobs(cluster, shims):
     deletes = cluster.kube.writes("/jobs/fj-workers-[02]$", "DELETE")
     assert deletes and all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
     assert all(r.body["preconditions"]["uid"] for r in deletes)
-    assert ("Warning", "FailJobSetFailurePolicyAction") in cluster.events("fj")
+    # Events are written in the background, after the status write they follow.
+    wait_for(lambda: ("Warning", "FailJobSetFailurePolicyAction") in cluster.events("fj"),
+             what="FailJobSetFailurePolicyAction event")
 
 
 def test_restart_jobset_recreates_jobs_once(cluster, shims):
@@ -59,7 +61,9 @@ def test_restart_jobset_recreates_jobs_once(cluster, shims):
     assert status["restarts"] == 1 and status["restartsCountTowardsMax"] == 1
     created = collections.Counter(r.body["metadata"]["name"] for r in cluster.creates())
     assert created == {"rs-workers-0": 2, "rs-workers-1": 2}
-    assert ("Warning", "RestartJobSetFailurePolicyAction") in cluster.events("rs")
+    # Events are written in the background, after the status write they follow.
+    wait_for(lambda: ("Warning", "RestartJobSetFailurePolicyAction") in cluster.events("rs"),
+             what="RestartJobSetFailurePolicyAction event")
     # Once all new Jobs are ready the restart is over.
     cond = wait_for(
         lambda: next(
