@@ -127,6 +127,17 @@ class Trace:
                 return waited
 
             kube.limiter.acquire = traced_acquire
+        expectations = getattr(shim, "expectations", None)
+        if expectations is not None:
+            unseen = expectations.unseen
+
+            def traced_unseen(key: tuple[str, str], jobset: dict | None) -> float | None:
+                wait = unseen(key, jobset)
+                if wait is not None:
+                    self.add("put-off", key[1], value=wait)
+                return wait
+
+            expectations.unseen = traced_unseen
         for informer in shim.informers:
             if informer.resource.plural == "jobs":
                 informer.handler = self._seen(informer.handler)
@@ -155,7 +166,7 @@ class Trace:
 
     def restart_stages(self, t0: float, jobset: str, jobs: list[str], old: str,
                        new: str, deletes_received: dict[str, float]) -> dict[str, Any]:
-        """One restart's stages, in seconds; t0 is the failure's write.
+        """One restart's stages, in seconds; t0 is when the failure was written.
 
         Per Job: its old incarnation gone from the store -> the shim's informer delivers the
         DELETED event -> a worker takes the JobSet's key -> Decide answers -> the create is sent

@@ -29,6 +29,7 @@ include its cost too (a real kube-apiserver answers a write in ~1-5 ms).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import platform
 import random
@@ -155,8 +156,9 @@ def restart_sample(kube, sim, store, jobs_rt, trace: Trace, names: list[str],
                    attempts: dict[str, int]) -> list[dict]:
     """Fail a Job of each JobSet named at once; one stage breakdown per JobSet."""
     mark = len(kube.audit)
-    t0 = time.monotonic()
+    failed: dict[str, float] = {}
     for name in names:
+        failed[name] = time.monotonic()
         sim.fail(NS, f"{name}-w-0")
     for name in names:
         wait(lambda n=name: running(store, jobs_rt, n, attempts[n] + 1), 30, f"restart of {name}")
@@ -168,6 +170,7 @@ def restart_sample(kube, sim, store, jobs_rt, trace: Trace, names: list[str],
             if rec.method == "DELETE" and prefix in rec.path:
                 deletes.setdefault(rec.path.rsplit("/", 1)[1], rec.time)
         attempt = attempts[name]
+        t0 = failed[name]
         stages = trace.restart_stages(t0, name, job_names(name), str(attempt), str(attempt + 1),
                                       deletes)
         stages["first_delete"] = min(deletes.values()) - t0 if deletes else None
@@ -425,6 +428,7 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=1,
                         help="JobSets whose Jobs fail at once in a restart sample (a node "
                              "failure hits several); each is a sample of the stages")
+    parser.add_argument("--json", metavar="PATH", help="also write every sample there")
     parser.add_argument("--ttl", type=int, default=5)
     parser.add_argument("--ttl-samples", type=int, default=10)
     args = parser.parse_args()
@@ -438,6 +442,8 @@ def main() -> None:
                                 args.ttl, args.ttl_samples, args.pods, args.concurrent))
             print(f"  scale {scale} done", file=sys.stderr)
     report(rows, specs, args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
 
 
 if __name__ == "__main__":
