@@ -143,8 +143,6 @@ class Kube:
         other.max_retries = 0
         return other
 
-    # ---- resource resolution --------------------------------------------------------------
-
     def for_events(self) -> Kube:
         """The same client with a token bucket of its own, of the same rate and burst.
 
@@ -155,6 +153,8 @@ class Kube:
         if self.limiter is not None:
             other.limiter = TokenBucket(self.limiter.qps, self.limiter.burst)
         return other
+
+    # ---- resource resolution --------------------------------------------------------------
 
     def discover(self, api_version: str) -> list[Obj] | None:
         """The APIResourceList of a group/version, or None when it is not served."""
