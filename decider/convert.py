@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 import orjson
@@ -341,6 +341,9 @@ def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:
                                     action=d.action)
 
 
+_MAX_DURATION = timedelta(seconds=315_576_000_000)
+
+
 def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     msg = pb.DecideResponse(
         requeue_after_seconds=plan.requeue_after_seconds,
@@ -349,6 +352,9 @@ def plan_to_proto(plan: Plan) -> pb.DecideResponse:
     )
     if plan.failure is not None:
         msg.failure_policy.CopyFrom(failure_policy_to_proto(plan.failure))
+    if plan.requeue_after > timedelta(0):
+        # google.protobuf.Duration ends at 10,000 years; only absurd dates reach past it.
+        msg.requeue_after.FromTimedelta(min(plan.requeue_after, _MAX_DURATION))
     # Filled in place: a message given to the constructor is copied.
     msg.status.SetInParent()
     _fill_status(msg.status, plan.status)

@@ -31,7 +31,9 @@ from kubernetes.client.exceptions import ApiException
 
 from decider.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES, status_to_dict
+from shim.event_sink import EventSink
 from shim.events import JOBSET_API_VERSION, EventRecorder
+from shim.expectations import Expectations
 from shim.kube import Kube, Obj, Resource, status_reason
 from shim.owned import controller_ref
 
@@ -118,14 +120,22 @@ class Applier:
         is_leader: Callable[[], bool] = lambda: True,
         max_parallel: int = 16,
         gang_kinds: Mapping[str, str] | None = None,
+        background_events: bool = False,
+        expectations: Expectations | None = None,
     ) -> None:
+        """`background_events`: events are written by a thread of their own (shim/event_sink.py)
+        and a pass does not wait for them; otherwise each is written in its turn.
+        `expectations` learns of every write made, so that the next pass waits for the caches
+        to show them (shim/expectations.py)."""
         self.kube = kube
+        self.expectations = expectations
         self.controller_name = controller_name
         self.identity = identity
         self.is_leader = is_leader
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply")
         self.jobsets = kube.resource(JOBSET_API_VERSION, "JobSet")
-        self.recorder = EventRecorder(kube, controller_name, identity, self._guard)
+        self.sink = EventSink(kube.for_events(), self._guard) if background_events else None
+        self.recorder = EventRecorder(kube, controller_name, identity, self._guard, self.sink)
         # kind -> apiVersion of the gang objects, for actions that do not name their version.
         self.default_kinds = dict(_DEFAULT_KIND)
         for action_types, kind in (
@@ -145,6 +155,8 @@ class Applier:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self.sink is not None:
+            self.sink.close()
 
     def apply(self, jobset: Obj, plan: pb.DecideResponse) -> ApplyResult:
         result = ApplyResult()
@@ -191,7 +203,9 @@ class Applier:
                 obj.get("apiVersion") or action.api_version, obj.get("kind") or action.kind
             )
             try:
-                self.kube.create(res, namespace, obj)
+                created = self.kube.create(res, namespace, obj) or {}
+                if self.expectations is not None:
+                    self.expectations.created(jobset, {"kind": res.kind, **created})
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409 and status_reason(exc) == "AlreadyExists":
@@ -211,6 +225,8 @@ class Applier:
                     action.uid,
                     action.propagation_policy or "Foreground",
                 )
+                if self.expectations is not None:
+                    self.expectations.deleted(jobset, res.kind, action.name, action.uid)
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 404 or (exc.status == 409 and action.uid):
@@ -253,7 +269,12 @@ class Applier:
             body["status"] = status_to_dict(plan.status)
             body["metadata"]["resourceVersion"] = plan.resource_version or meta["resourceVersion"]
             try:
-                self.kube.replace_status(self.jobsets, meta["namespace"], meta["name"], body)
+                written = self.kube.replace_status(
+                    self.jobsets, meta["namespace"], meta["name"], body) or {}
+                if self.expectations is not None:
+                    self.expectations.status_written(
+                        jobset, body["metadata"]["resourceVersion"],
+                        str((written.get("metadata") or {}).get("resourceVersion", "")))
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409:

@@ -25,6 +25,7 @@ from shim import watches
 from shim.admission import SpecCheck
 from shim.apply import Applier, NotLeader, StaleObservation
 from shim.config import Config
+from shim.expectations import Expectations
 from shim.guard import PlanGuard
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
@@ -50,6 +51,8 @@ class Stats:
     reconciles: int = 0
     errors: int = 0
     conflicts: int = 0
+    # Passes put off until the caches showed the JobSet's own last writes.
+    deferred: int = 0
     # Plans the guard refused; decisions the decider refused (a REFUSAL_CODES status).
     refused_plans: int = 0
     refused_decisions: int = 0
@@ -91,6 +94,11 @@ class Shim:
                 on_stopped_leading=self._on_lost,
             )
         self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
+        self._owned = OwnedIndex()
+        self.expectations = Expectations(
+            self._owned.get, {kind for _, kind in config.owned_kinds})
+        # Per JobSet put off: when the fallback retry is due (dropped once a pass runs).
+        self._put_off: dict[Key, float] = {}
         self.applier = Applier(
             kube,
             config.controller_name,
@@ -98,8 +106,9 @@ class Shim:
             self.is_leader,
             config.max_parallel_writes,
             gang_kinds={kind: api_version for api_version, kind in config.gang_kinds},
+            background_events=True,
+            expectations=self.expectations,
         )
-        self._owned = OwnedIndex()
         w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,
                           self._on_pod)
         self.jobsets, self.informers = w.jobsets, w.informers
@@ -129,8 +138,10 @@ class Shim:
         return (jobset.get("spec") or {}).get("managedBy") == self.config.controller_name
 
     def _on_jobset(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        if etype != "DELETED" and self.ours(obj):
-            meta = obj["metadata"]
+        meta = obj["metadata"]
+        if etype == "DELETED":
+            self.expectations.forget((meta["namespace"], meta["name"]))
+        elif self.ours(obj):
             self.queue.add((meta["namespace"], meta["name"]))
 
     def _on_owned(self, etype: str, obj: Obj, old: Obj | None) -> None:
@@ -251,10 +262,26 @@ class Shim:
                 "; ".join(plan.explanation) or f"{len(plan.actions)} actions",
             )
         self.applier.apply(jobset, plan)
+        # The exact delay (a TTL's remainder) when the decider sends one; whole seconds from a
+        # decider that predates it.
+        if plan.HasField("requeue_after"):
+            return plan.requeue_after.ToTimedelta().total_seconds()
         return float(plan.requeue_after_seconds)
 
     def process(self, key: Key) -> bool:
         """Reconcile one key with the queue's bookkeeping; False if the pass failed."""
+        wait = self.expectations.unseen(key, self.jobsets.get(*key))
+        if wait is not None:
+            # Deciding now would plan again what the last pass did: the event that brings its
+            # writes queues the JobSet again; the delayed add only covers one that never comes.
+            self.stats.deferred += 1
+            due = self.queue.add_after(key, wait)
+            if due is not None:
+                self._put_off[key] = due
+            return True
+        due = self._put_off.pop(key, None)
+        if due is not None:
+            self.queue.cancel_after(key, due)
         self.stats.reconciles += 1
         try:
             requeue = self.reconcile(key)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
+from shim.event_sink import EventSink
 from shim.kube import Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,12 @@ class EventRecorder:
         controller_name: str,
         identity: str,
         may_write: Callable[[], None] = lambda: None,
+        sink: EventSink | None = None,
     ) -> None:
-        """`may_write` raises when this replica must not write (it is not the leader)."""
+        """`may_write` raises when this replica must not write (it is not the leader). With a
+        `sink`, events are handed to it and written in the background; without, at once."""
         self.kube = kube
+        self.sink = sink
         self.controller_name = controller_name
         self.identity = identity
         self.may_write = may_write
@@ -46,13 +50,15 @@ class EventRecorder:
         self._lock = threading.Lock()
 
     def record(self, jobset: Obj, event_type: str, reason: str, message: str) -> bool:
-        """Best effort: an event that cannot be written is logged, never raised."""
+        """Best effort: an event that cannot be written is logged, never raised. True when it
+        was written, or handed to the sink."""
         meta = jobset["metadata"]
         try:
             self.may_write()
-            self.kube.create(
-                self.events, meta["namespace"], self.body(jobset, event_type, reason, message)
-            )
+            body = self.body(jobset, event_type, reason, message)
+            if self.sink is not None:
+                return self.sink.send(meta["namespace"], body)
+            self.kube.create(self.events, meta["namespace"], body)
             return True
         except ApiException as exc:
             log.warning("event %s on %s not recorded: %s", reason, meta["name"], exc)

@@ -143,6 +143,17 @@ class Kube:
         other.max_retries = 0
         return other
 
+    def for_events(self) -> Kube:
+        """The same client with a token bucket of its own, of the same rate and burst.
+
+        client-go's event recorder has a client of its own: events neither wait behind the
+        writes of a pass nor take the tokens those writes need.
+        """
+        other = copy.copy(self)
+        if self.limiter is not None:
+            other.limiter = TokenBucket(self.limiter.qps, self.limiter.burst)
+        return other
+
     # ---- resource resolution --------------------------------------------------------------
 
     def discover(self, api_version: str) -> list[Obj] | None:

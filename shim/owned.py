@@ -79,6 +79,11 @@ class OwnedIndex:
             if after is not None and not deleted:
                 self._by_owner.setdefault(after, {})[key] = obj
 
+    def get(self, namespace: str, uid: str, kind: str, name: str) -> Obj | None:
+        """The object of this kind and name that the JobSet (namespace, UID) controls."""
+        with self._lock:
+            return self._by_owner.get((namespace, uid), {}).get((kind, name))
+
     def controlled(self, namespace: str, uid: str) -> list[Obj]:
         with self._lock:
             return list(self._by_owner.get((namespace, uid), {}).values())

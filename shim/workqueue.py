@@ -3,7 +3,8 @@
 - A key is queued at most once: events that arrive while it waits are coalesced.
 - A key is processed by at most one worker at a time: an add during processing marks it dirty
   and it is queued again when that worker calls `done`.
-- `add_after` schedules a key (requeueAfter), keeping the earliest due time.
+- `add_after` schedules a key (requeueAfter), keeping the earliest due time; `cancel_after`
+  drops a schedule that is no longer needed.
 - `add_rate_limited` requeues a failed key with per-key exponential backoff; `forget` resets it.
   A caller may pass its own base and cap for failures that call for a slower retry.
 """
@@ -43,21 +44,32 @@ class WorkQueue:
             self._queue.append(key)
             self._cond.notify()
 
-    def add_after(self, key: Hashable, delay: float) -> None:
+    def add_after(self, key: Hashable, delay: float) -> float | None:
+        """Queue `key` in `delay` seconds; returns the due time it is now waiting for, if any."""
         if delay <= 0:
             self.add(key)
-            return
+            return None
         due = time.monotonic() + delay
         with self._cond:
             if self._shutdown:
-                return
+                return None
             current = self._waiting.get(key)
             if current is not None and current <= due:
-                return
+                return current
             self._waiting[key] = due
             self._seq += 1
             heapq.heappush(self._heap, (due, self._seq, key))
             self._cond.notify()
+            return due
+
+    def cancel_after(self, key: Hashable, due: float) -> bool:
+        """Drop the delayed add of `key` due at `due` (as add_after returned); False if it is
+        no longer the one waiting."""
+        with self._cond:
+            if self._waiting.get(key) != due:
+                return False
+            del self._waiting[key]  # its heap entry is skipped as superseded
+            return True
 
     def add_rate_limited(
         self, key: Hashable, base: float | None = None, cap: float | None = None

@@ -514,7 +514,7 @@ def test_decide_ownership_conflict_is_a_warning_event(tmp_path: Path) -> None:
     event = next(a["event"] for a in decided["actions"] if a["type"] == "Event")
     assert event["type"] == "Warning" and event["reason"] == "GangObjectConflict"
     assert event["message"].startswith("objects[0].object_json.metadata.ownerReferences")
-    assert decided["requeueAfterSeconds"] == 30
+    assert (decided["requeueAfterSeconds"], decided["requeueAfter"]) == (30, "30s")
 
 
 # --- Jobs with objects that exist: the CLI answers what the core answers ---------------------

@@ -6,6 +6,8 @@ import type { ChannelCredentials, status as grpcStatus, credentials as grpcCrede
 export type Int64 = string;
 
 export interface Timestamp { seconds: Int64; nanos: number; }
+/** A google.protobuf.Duration: seconds and the nanoseconds past them. */
+export interface Duration { seconds: Int64; nanos: number; }
 
 export interface Options {
   controllerName?: string;
@@ -93,7 +95,11 @@ export interface FailurePolicyDecision {
 }
 
 export interface DecideResponse {
-  actions: Action[]; status: JobSetStatus; requeueAfterSeconds: Int64;
+  actions: Action[]; status: JobSetStatus;
+  /** The requeue delay rounded up to whole seconds ('0': none), for clients that predate requeueAfter. */
+  requeueAfterSeconds: Int64;
+  /** The exact requeue delay (a TTL's remainder); null when no requeue is asked. */
+  requeueAfter: Duration | null;
   explanation: string[]; resourceVersion: string;
   failurePolicy: FailurePolicyDecision | null;
 }

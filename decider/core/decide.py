@@ -36,7 +36,7 @@ from decider.core.children import (
 )
 from decider.core.depends_on import dependencies_met
 from decider.core.jobset import JobSet, parse_jobset
-from decider.core.model import Action, Observed, ObservedJob, Plan
+from decider.core.model import Action, Observed, ObservedJob, Plan, whole_seconds
 from decider.core.state import PassState, copy_json
 
 
@@ -253,9 +253,10 @@ def _creation_failed(st: PassState, held: list[ObservedJob]) -> Plan:
                   kind=c.KIND, uid=js.uid, event=event, reason=event.reason))
     st.explain(f"job(s) {', '.join(names)} cannot be created: a Job of that name exists and is "
                "not controlled by this JobSet; the pass stops there, without a status write")
-    st.requeue_after_seconds = name_conflicts.backoff_seconds(st, held)
+    st.requeue_after = name_conflicts.backoff(st, held)
     return Plan(actions=list(st.actions), status=_normalized_status(copy_json(js.status)),
-                requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
+                requeue_after_seconds=whole_seconds(st.requeue_after),
+                requeue_after=st.requeue_after, explanation=st.explanation,
                 resource_version=js.resource_version)
 
 
@@ -275,7 +276,8 @@ def _finish(st: PassState) -> Plan:
     if not st.explanation:
         st.explain("nothing to do: the JobSet is as it should be")
     return Plan(actions=actions, status=_normalized_status(st.status),
-                requeue_after_seconds=st.requeue_after_seconds, explanation=st.explanation,
+                requeue_after_seconds=whole_seconds(st.requeue_after),
+                requeue_after=st.requeue_after, explanation=st.explanation,
                 resource_version=st.js.resource_version, failure=st.failure)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from decider.core import constants as c
@@ -124,8 +125,9 @@ def _refuse(st: PassState, errors: list[FieldError]) -> None:
                   reason=CONFLICT_REASON))
     st.explain(f"gang scheduling refused: {message}; no job is created or resumed until the "
                "object is removed or renamed")
-    if not st.requeue_after_seconds or st.requeue_after_seconds > CONFLICT_REQUEUE_SECONDS:
-        st.requeue_after_seconds = CONFLICT_REQUEUE_SECONDS
+    conflict = timedelta(seconds=CONFLICT_REQUEUE_SECONDS)
+    if not st.requeue_after or st.requeue_after > conflict:
+        st.requeue_after = conflict
 
 
 def _act(st: PassState, plan: GangPlan) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from decider.core import constants as c
@@ -186,8 +186,17 @@ class FailureOutcome:
 class Plan:
     actions: list[Action] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
+    # requeue_after rounded up to whole seconds (0: no requeue), for callers that read seconds.
     requeue_after_seconds: int = 0
     explanation: list[str] = field(default_factory=list)
     resource_version: str = ""
     # Set when the failure policy acted in this pass (telemetry and simulation read it).
     failure: FailureOutcome | None = None
+    # The requeue delay at full precision: a TTL's exact remainder, as upstream requeues for it.
+    requeue_after: timedelta = timedelta(0)
+
+
+def whole_seconds(delay: timedelta) -> int:
+    """A delay rounded up to whole seconds: a caller that waits this long never comes early."""
+    micros = delay // timedelta(microseconds=1)
+    return max(0, -(-micros // 1_000_000))

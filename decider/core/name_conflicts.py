@@ -14,16 +14,18 @@ UID is not the JobSet's (or that has no controller at all).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
+from datetime import timedelta
 
 from decider.core import constants as c
 from decider.core.model import Event, ObservedJob
 from decider.core.state import PassState, parse_time
 
 JOB_CREATION_FAILED = "JobCreationFailed"
-# controller-runtime's default per-item backoff ends at 1000 s.
-MAX_BACKOFF_SECONDS = 1000
+# controller-runtime's default per-item backoff ends at 1000 s; the first retry waits 1 s, so a
+# conflict that lasts costs a pass and an event a second at most, never a hot loop.
+MAX_BACKOFF = timedelta(seconds=1000)
+MIN_BACKOFF = timedelta(seconds=1)
 
 
 def foreign_jobs(jobs: Iterable[ObservedJob], uid: str) -> dict[str, ObservedJob]:
@@ -40,7 +42,7 @@ def creation_failed_event(names: list[str]) -> Event:
     return Event(type=c.WARNING, reason=JOB_CREATION_FAILED, message=message)
 
 
-def backoff_seconds(st: PassState, held: list[ObservedJob]) -> int:
+def backoff(st: PassState, held: list[ObservedJob]) -> timedelta:
     """The delay before the next pass, as an exponential backoff without memory.
 
     Upstream's retries double their delay after each failure. Having no memory of earlier
@@ -51,5 +53,5 @@ def backoff_seconds(st: PassState, held: list[ObservedJob]) -> int:
     began = [parse_time(str((st.js.raw.get("metadata") or {}).get("creationTimestamp") or ""))]
     began += [parse_time(job.creation_timestamp) for job in held]
     known = [t for t in began if t is not None]
-    lasted = (st.now - max(known)).total_seconds() if known else 0.0
-    return int(min(MAX_BACKOFF_SECONDS, max(1, math.ceil(lasted))))
+    lasted = st.now - max(known) if known else timedelta(0)
+    return min(MAX_BACKOFF, max(MIN_BACKOFF, lasted))

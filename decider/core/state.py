@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -49,7 +49,8 @@ class PassState:
     # Events tied to a status change: upstream records them only after the status write.
     status_events: list[Event] = field(default_factory=list)
     explanation: list[str] = field(default_factory=list)
-    requeue_after_seconds: int = 0
+    # When to decide again if nothing changes first (zero: only on a change).
+    requeue_after: timedelta = timedelta(0)
     # Bytes the plan's manifests are known to need at least, against Options.max_plan_bytes.
     planned_bytes: int = 0
     failure: FailureOutcome | None = None

@@ -1,13 +1,14 @@
 """TTL after finished: a finished JobSet is deleted ttlSecondsAfterFinished after it finished.
 
 The finish time is the lastTransitionTime of the first True Completed or Failed condition. Before
-the deadline the pass asks to be requeued for the time left (rounded up to whole seconds, so the
-next pass does not come early); at or after it, the JobSet is deleted in the foreground.
+the deadline the pass asks to be requeued for exactly the time left, as upstream does (the plan
+also carries it rounded up to whole seconds, for clients that read only seconds); at or after
+it, the JobSet is deleted in the foreground.
 """
 
 from __future__ import annotations
 
-import math
+from datetime import timedelta
 
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
@@ -32,14 +33,17 @@ def execute(st: PassState) -> None:
         raise InvalidInput.at("status.conditions",
                               f"unable to find the status of the finished JobSet "
                               f"{js.namespace}/{js.name}")
-    remaining = (finished_at - st.now).total_seconds() + ttl
-    if remaining <= 0:
+    # A difference of two datetimes plus an int32 of seconds: within timedelta's range, whatever
+    # the dates.
+    remaining = finished_at - st.now + timedelta(seconds=ttl)
+    if remaining <= timedelta(0):
         st.act(Action(type="DeleteJobSet", name=js.name, api_version=c.API_VERSION,
                       kind=c.KIND, uid=js.uid, propagation_policy=c.FOREGROUND,
                       reason=f"ttlSecondsAfterFinished ({ttl}s) has passed since the JobSet "
                              "finished"))
-        st.explain(f"the JobSet finished {int(ttl - remaining)}s ago and its TTL is {ttl}s: "
-                   "delete it")
+        st.explain(f"the JobSet finished {int(ttl - remaining.total_seconds())}s ago and its TTL "
+                   f"is {ttl}s: delete it")
         return
-    st.requeue_after_seconds = math.ceil(remaining)
-    st.explain(f"the JobSet is finished; its TTL expires in {st.requeue_after_seconds}s")
+    st.requeue_after = remaining
+    left = f"{remaining.total_seconds():.3f}".rstrip("0").rstrip(".")
+    st.explain(f"the JobSet is finished; its TTL expires in {left}s")

@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -346,7 +347,7 @@ class FailurePolicyDecision(_message.Message):
     def __init__(self, job: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., rule: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
 
 class DecideResponse(_message.Message):
-    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id", "failure_policy")
+    __slots__ = ("actions", "status", "requeue_after_seconds", "explanation", "resource_version", "decision_id", "failure_policy", "requeue_after")
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REQUEUE_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -354,6 +355,7 @@ class DecideResponse(_message.Message):
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    REQUEUE_AFTER_FIELD_NUMBER: _ClassVar[int]
     actions: _containers.RepeatedCompositeFieldContainer[Action]
     status: JobSetStatus
     requeue_after_seconds: int
@@ -361,7 +363,8 @@ class DecideResponse(_message.Message):
     resource_version: str
     decision_id: str
     failure_policy: FailurePolicyDecision
-    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ..., failure_policy: _Optional[_Union[FailurePolicyDecision, _Mapping]] = ...) -> None: ...
+    requeue_after: _duration_pb2.Duration
+    def __init__(self, actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., requeue_after_seconds: _Optional[int] = ..., explanation: _Optional[_Iterable[str]] = ..., resource_version: _Optional[str] = ..., decision_id: _Optional[str] = ..., failure_policy: _Optional[_Union[FailurePolicyDecision, _Mapping]] = ..., requeue_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class FieldError(_message.Message):
     __slots__ = ("field", "message")

@@ -9,6 +9,7 @@ JobSet that does not ask for gang scheduling.
 from __future__ import annotations
 
 import copy
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -281,6 +282,7 @@ def test_a_foreign_object_is_not_adopted_and_no_job_is_created() -> None:
     assert (events[0].api_version, events[0].kind, events[0].name) == (c.API_VERSION, c.KIND,
                                                                        "js")
     assert plan.requeue_after_seconds == gang_lifecycle.CONFLICT_REQUEUE_SECONDS
+    assert plan.requeue_after == timedelta(seconds=gang_lifecycle.CONFLICT_REQUEUE_SECONDS)
     assert any("gang scheduling refused" in s for s in plan.explanation)
 
 

@@ -123,6 +123,30 @@ def test_ttl_after_finished(ttl, age, expect_delete, requeue) -> None:
         assert plan.actions[-1].propagation_policy == "Foreground"
 
 
+@pytest.mark.parametrize("ttl,finished,now_after,requeue_after,requeue_seconds", [
+    # Upstream requeues for expireAt - now exactly; the whole seconds round it up.
+    (5, "2026-01-01T12:00:00Z", 0.988, timedelta(seconds=4.012), 5),
+    (5, "2026-01-01T12:00:00Z", 4.999999, timedelta(microseconds=1), 1),
+    (5, "2026-01-01T12:00:00Z", 0, timedelta(seconds=5), 5),
+    (60, "2026-01-01T11:59:30Z", 0.25, timedelta(seconds=29.75), 30),
+    # Finished "in the future" (clock skew): the whole TTL and the skew, as upstream.
+    (10, "2026-01-01T12:00:05Z", 0.5, timedelta(seconds=14.5), 15),
+    # The deadline itself, and past it by a microsecond: delete, no requeue.
+    (5, "2026-01-01T12:00:00Z", 5, timedelta(0), 0),
+    (5, "2026-01-01T11:59:55Z", 0.000001, timedelta(0), 0),
+], ids=["sub-second-left", "a-microsecond-left", "whole-ttl-left", "partly-elapsed",
+        "finished-in-the-future", "at-the-deadline", "just-past-the-deadline"])
+def test_ttl_requeues_for_the_exact_remainder(ttl, finished, now_after, requeue_after,
+                                              requeue_seconds) -> None:
+    js = jobset(rjob("w", 1), status={"conditions": [dict(COMPLETED_COND,
+                                                          lastTransitionTime=finished)]},
+                ttlSecondsAfterFinished=ttl)
+    plan = run(js, now=NOW + timedelta(seconds=now_after))
+    assert plan.requeue_after == requeue_after
+    assert plan.requeue_after_seconds == requeue_seconds
+    assert (kinds(plan, "DeleteJobSet") == ["js"]) is (requeue_after == timedelta(0))
+
+
 # --- failure policy (issue 2 scope: nil policy, budget, default action) ---------------------
 
 def test_no_failure_policy_fails_with_first_failed_job() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import time
+from datetime import datetime
 
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
@@ -34,7 +35,9 @@ def test_fail_jobset_policy_fails_and_deletes_active_jobs(cluster, shims):
     deletes = cluster.kube.writes("/jobs/fj-workers-[02]$", "DELETE")
     assert deletes and all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
     assert all(r.body["preconditions"]["uid"] for r in deletes)
-    assert ("Warning", "FailJobSetFailurePolicyAction") in cluster.events("fj")
+    # Events are written in the background, after the status write they follow.
+    wait_for(lambda: ("Warning", "FailJobSetFailurePolicyAction") in cluster.events("fj"),
+             what="FailJobSetFailurePolicyAction event")
 
 
 def test_restart_jobset_recreates_jobs_once(cluster, shims):
@@ -58,7 +61,9 @@ def test_restart_jobset_recreates_jobs_once(cluster, shims):
     assert status["restarts"] == 1 and status["restartsCountTowardsMax"] == 1
     created = collections.Counter(r.body["metadata"]["name"] for r in cluster.creates())
     assert created == {"rs-workers-0": 2, "rs-workers-1": 2}
-    assert ("Warning", "RestartJobSetFailurePolicyAction") in cluster.events("rs")
+    # Events are written in the background, after the status write they follow.
+    wait_for(lambda: ("Warning", "RestartJobSetFailurePolicyAction") in cluster.events("rs"),
+             what="RestartJobSetFailurePolicyAction event")
     # Once all new Jobs are ready the restart is over.
     cond = wait_for(
         lambda: next(
@@ -155,6 +160,25 @@ def test_completion_then_ttl_deletes_jobset(cluster, shims):
     }
     assert all(r.body["propagationPolicy"] == "Foreground" for r in deletes)
     wait_for(lambda: not cluster.jobs(prefix="ttl-"), what="jobs garbage-collected")
+
+
+def test_ttl_deletes_the_jobset_when_it_expires_not_up_to_a_second_late(cluster, shims):
+    """TTL 5 s: deleted 5 s after the finish the status records, as upstream's exact requeue."""
+    shims.start()
+    cluster.create_jobset(jobset("ttl5", rjob("workers", 1), ttl=5))
+    wait_for(lambda: _all_active(cluster, "ttl5-", 1), what="active job")
+    # The finish is recorded at second precision (metav1.Time), so the TTL expires 5 s after
+    # that second. Finishing 0.6 s into a second makes a delay rounded up to whole seconds come
+    # ~0.6 s late (past the bound below), where the exact remainder comes on time.
+    time.sleep((0.6 - time.time()) % 1.0)
+    cluster.sim.succeed(NS, "ttl5-workers-0")
+    cond = wait_for(lambda: cluster.condition("ttl5", "Completed"), what="Completed")
+    finished = datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00"))
+    wait_for(lambda: cluster.jobset("ttl5") is None, timeout=10, what="JobSet deleted by TTL")
+    first = cluster.kube.writes("/jobsets/ttl5$", "DELETE")[0]
+    # The audit log's times are monotonic; the recorded finish is wall-clock time.
+    wall = first.time + (time.time() - time.monotonic())
+    assert 4.9 <= wall - finished.timestamp() <= 5.5, wall - finished.timestamp()
 
 
 def test_other_managed_by_is_never_touched(cluster, shims):

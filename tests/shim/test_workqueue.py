@@ -66,6 +66,16 @@ def test_add_after_keeps_the_earliest_due_time():
     assert time.monotonic() - started < 0.5
 
 
+def test_cancel_after_drops_only_the_schedule_it_names():
+    q = WorkQueue()
+    due = q.add_after("a", 0.05)
+    assert q.add_after("a", 5.0) == due  # the earlier one stays
+    assert not q.cancel_after("a", due + 1)
+    assert q.cancel_after("a", due)
+    assert q.due_in("a") is None
+    assert q.get(0.2) is None
+
+
 def test_rate_limited_backoff_grows_and_forget_resets():
     q = WorkQueue(base_delay=0.01, max_delay=0.08)
     delays = [q.add_rate_limited("a") for _ in range(5)]

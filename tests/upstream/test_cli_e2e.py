@@ -270,11 +270,16 @@ def test_cli_ttl_deletes_finished_jobset_last() -> None:
     jobs = [child(r, i, status=done) for r, i in ALL]
     js = the_jobset(status=status, ttlSecondsAfterFinished=2)
     plan = cli(["decide", "-f", "-", "--now", "2026-03-01T11:59:59Z"], [js, SVC, *jobs])
-    assert plan["requeueAfterSeconds"] == 1
+    assert (plan["requeueAfterSeconds"], plan["requeueAfter"]) == (1, "1s")
     assert not [a for a in plan["actions"] if a["type"] == "DeleteJobSet"]
+    # The exact remainder, in protobuf's JSON form of a Duration; the seconds round it up.
+    plan = cli(["decide", "-f", "-", "--now", "2026-03-01T11:59:58.988Z"], [js, SVC, *jobs])
+    assert (plan["requeueAfterSeconds"], plan["requeueAfter"]) == (2, "1.012s")
     plan = cli(["decide", "-f", "-", "--now", NOW], [js, SVC, *jobs])
     assert plan["actions"][-1]["type"] == "DeleteJobSet"
     assert plan["actions"][-1]["propagationPolicy"] == "Foreground"
+    # No requeue: no requeueAfter, the plan prints as it always did.
+    assert plan["requeueAfterSeconds"] == 0 and "requeueAfter" not in plan
 
 
 @pytest.mark.parametrize(

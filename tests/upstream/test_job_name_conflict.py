@@ -181,3 +181,13 @@ def test_retry_backs_off_with_the_age_of_the_conflict(jobset_created: str, lefto
         js["metadata"]["creationTimestamp"] = jobset_created
     plan = run(js, [leftover("w", 0, created=leftover_created)], objects=[service()])
     assert plan.requeue_after_seconds == expected
+
+
+def test_retry_backoff_keeps_the_conflict_age_below_a_second() -> None:
+    # The precise delay is the conflict's age itself; the whole seconds round it up.
+    js = jobset(rjob("w", 1))
+    js["metadata"]["creationTimestamp"] = _ago(10)
+    plan = run(js, [leftover("w", 0)], objects=[service()],
+               now=NOW + timedelta(seconds=0.25))
+    assert plan.requeue_after == timedelta(seconds=10.25)
+    assert plan.requeue_after_seconds == 11

@@ -109,7 +109,20 @@ test('Decide on a new JobSet creates the Service and every Job', async () => {
   const worker = JSON.parse(plan.actions.find((a) => a.name === 'trainer-workers-1').objectJson);
   assert.equal(worker.metadata.labels['jobset.sigs.k8s.io/restart-attempt'], '0');
   assert.equal(plan.requeueAfterSeconds, '0');
+  assert.equal(plan.requeueAfter, null);
   assert.equal(plan.failurePolicy, null);
+});
+
+test('Decide on a finished JobSet requeues for exactly the time its TTL has left', async () => {
+  const completed = { type: 'Completed', status: 'True', reason: 'AllJobsCompleted',
+    message: 'jobset completed successfully', lastTransitionTime: NOW };
+  const plan = await client.decide(decideRequest({
+    jobset: jobset({ ttlSecondsAfterFinished: 5 }, { terminalState: 'Completed',
+      conditions: [completed] }),
+    now: '2026-01-01T00:00:00.988Z',
+  }));
+  assert.deepEqual(plan.requeueAfter, { seconds: '4', nanos: 12000000 });
+  assert.equal(plan.requeueAfterSeconds, '5');
 });
 
 test('Decide with raw Kubernetes objects applies the failure policy', async () => {

@@ -104,12 +104,16 @@ def failure_policy_to_dict(decision: pb.FailurePolicyDecision) -> dict[str, Any]
 
 
 def plan_to_dict(response: pb.DecideResponse) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "actions": [action_to_dict(a) for a in response.actions],
         "status": status_to_dict(response.status),
         "requeueAfterSeconds": response.requeue_after_seconds,
-        "explanation": list(response.explanation),
     }
+    # Only when a requeue is asked, in protobuf's JSON form of a Duration ("4.012s"); plans
+    # without one print as they always did.
+    if response.HasField("requeue_after"):
+        out["requeueAfter"] = response.requeue_after.ToJsonString()
+    out["explanation"] = list(response.explanation)
     # Only when the failure policy applied: plans of every other pass print as they always did.
     if response.HasField("failure_policy"):
         out["failurePolicy"] = failure_policy_to_dict(response.failure_policy)

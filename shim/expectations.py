@@ -1,0 +1,130 @@
+"""What a JobSet's caches must show of the shim's own writes before it is decided again.
+
+A pass's writes come back through the watches a moment after the API server answered them. A
+pass that starts in that moment (an event came in while the last one ran) decides on caches that
+predate them: it plans again what was just done, and spends a Decide and API requests on nothing:
+each create is answered AlreadyExists and read back, a delete sent again, the status write
+answered 409 (another pass, a 50 ms retry). At client-go's 5 QPS each wasted request holds the
+next useful one back 0.2 s. client-go's controllers keep "expectations" for the same reason
+(ReplicaSet, Job); here, per JobSet, and read off the caches themselves, so an event that came
+before the write was recorded is no race:
+
+- a status write made against resourceVersion R is seen once the cached JobSet is not at R (the
+  API server orders writes: the next version the watch brings is this one or a later one). A
+  write that changed nothing keeps R and brings no event: nothing is awaited for it;
+- an object created is seen once the cache holds it, with its UID;
+- an object deleted is seen once the cache shows it terminating (a deletionTimestamp) or gone.
+
+A pass that finds its JobSet's writes unseen is put off until the event that brings them (which
+queues the JobSet again). An expectation unmet after `timeout` (a watch that missed an object
+created and deleted while it was away) is dropped, and the pass runs as it would without.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shim.owned import jobset_owner
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+# (namespace, controller UID, kind, name) -> the cached object, if any.
+Lookup = Callable[[str, str, str, str], Obj | None]
+
+
+@dataclass
+class _Pending:
+    deadline: float
+    # The JobSet's UID when the writes were made (a JobSet of the same name later is another).
+    uid: str
+    status_before: str | None = None
+    # (kind, name, uid, deleted)
+    objects: list[tuple[str, str, str, bool]] = field(default_factory=list)
+
+
+class Expectations:
+    def __init__(self, lookup: Lookup, watched: Iterable[str], timeout: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """`lookup` reads the cache of what JobSets control; `watched`: the kinds it holds (an
+        object of another kind, or one the JobSet does not control, never shows there)."""
+        self.lookup = lookup
+        self.watched = frozenset(watched)
+        self.timeout = timeout
+        self.clock = clock
+        self._pending: dict[Key, _Pending] = {}
+        self._lock = threading.Lock()
+
+    # ---- what the applier wrote -----------------------------------------------------------
+
+    def status_written(self, jobset: Obj, before: str, after: str) -> None:
+        if after and after != before:
+            with self._lock:
+                self._entry(jobset).status_before = before
+
+    def created(self, jobset: Obj, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        js = jobset["metadata"]
+        if (meta.get("uid") and obj.get("kind") in self.watched
+                and jobset_owner(obj) == (js.get("namespace", ""), js.get("uid"))):
+            with self._lock:
+                self._entry(jobset).objects.append(
+                    (str(obj.get("kind", "")), str(meta.get("name", "")), str(meta["uid"]), False))
+
+    def deleted(self, jobset: Obj, kind: str, name: str, uid: str) -> None:
+        if uid and kind in self.watched:
+            with self._lock:
+                self._entry(jobset).objects.append((kind, name, uid, True))
+
+    def _entry(self, jobset: Obj) -> _Pending:
+        meta = jobset["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        entry = self._pending.get(key)
+        uid = str(meta.get("uid", ""))
+        if entry is None or entry.uid != uid:
+            entry = self._pending[key] = _Pending(self.clock() + self.timeout, uid)
+        else:
+            # The latest write sets how long its JobSet may wait for it.
+            entry.deadline = self.clock() + self.timeout
+        return entry
+
+    # ---- before a pass --------------------------------------------------------------------
+
+    def unseen(self, key: Key, jobset: Obj | None) -> float | None:
+        """Seconds to wait at most for this JobSet's own writes to show; None: decide now."""
+        with self._lock:
+            entry = self._pending.get(key)
+            if entry is None:
+                return None
+            left = entry.deadline - self.clock()
+            meta = (jobset or {}).get("metadata") or {}
+            if jobset is None or meta.get("uid") != entry.uid or left <= 0:
+                del self._pending[key]
+                return None
+            if entry.status_before is not None and (
+                    meta.get("resourceVersion") != entry.status_before):
+                entry.status_before = None
+            entry.objects = [o for o in entry.objects if not self._seen(key[0], entry.uid, o)]
+            if entry.status_before is None and not entry.objects:
+                del self._pending[key]
+                return None
+            return left
+
+    def _seen(self, namespace: str, owner: str, expected: tuple[str, str, str, bool]) -> bool:
+        kind, name, uid, deleted = expected
+        cached = self.lookup(namespace, owner, kind, name)
+        meta = (cached or {}).get("metadata") or {}
+        if deleted:
+            return cached is None or meta.get("uid") != uid or bool(meta.get("deletionTimestamp"))
+        return meta.get("uid") == uid
+
+    def forget(self, key: Key) -> None:
+        with self._lock:
+            self._pending.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pending)
