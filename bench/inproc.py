@@ -44,15 +44,24 @@ class Cases:
     def __init__(self) -> None:
         from datetime import UTC, datetime
 
-        from decider import convert, dispatch
+        from decider import convert
         from decider.core.decide import decide
         from decider.core.model import Observed, ObservedJob, ObservedObject
-        from decider.limits import DEFAULT
+        from decider.v1 import decider_pb2
         from decider_client import observe
 
-        self.convert, self.dispatch, self.decide = convert, dispatch, decide
+        self.convert, self.decide, self.pb = convert, decide, decider_pb2
         self.Observed, self.ObservedJob, self.ObservedObject = Observed, ObservedJob, ObservedObject
-        self.limits, self.observe = DEFAULT, observe
+        self.observe = observe
+        # A tree from before the worker pool has no dispatch module: its server ran
+        # convert.decide_response on the event loop. Checked by file, because the editable
+        # install would otherwise lend this tree's module to an older package.
+        self.dispatch: Any = None
+        if (Path(convert.__file__).parent / "dispatch.py").exists():
+            from decider import dispatch
+            from decider.limits import DEFAULT
+
+            self.dispatch, self.limits = dispatch, DEFAULT
         self.now = datetime(2026, 1, 1, 12, tzinfo=UTC)
         self.uid = "uid-js-1"
         self.built: dict[tuple[str, int, int], tuple[Any, bytes]] = {}
@@ -111,6 +120,14 @@ class Cases:
             self.built[key] = (observed, request.SerializeToString(deterministic=True))
         return self.built[key]
 
+    def comparable(self, answer: bytes) -> bytes:
+        """The answer without its decision_id, which names the decider's version by design
+        (a digest of input and version), so that trees of two versions can be compared."""
+        msg = self.pb.DecideResponse.FromString(answer)
+        if "decision_id" in msg.DESCRIPTOR.fields_by_name:
+            msg.ClearField("decision_id")
+        return msg.SerializeToString(deterministic=True)
+
     def once(self, case: Case, answer: bool = False) -> bytes:
         """One call of the case; answer: also return its answer's bytes (for the core path,
         the plan through the contract adapter, outside what is timed)."""
@@ -121,13 +138,17 @@ class Cases:
             if not answer:
                 return b""
             return self.convert.plan_to_proto(plan).SerializeToString(deterministic=True)
+        if self.dispatch is None:
+            request = self.pb.DecideRequest.FromString(payload)
+            return self.convert.decide_response(request).SerializeToString(deterministic=True)
         reply = self.dispatch.answer("Decide", payload, self.limits)
         assert reply.code == self.dispatch.OK, reply.message
         return reply.body
 
 
 def _serve(root: str) -> None:
-    sys.path[:0] = [root, str(ROOT / "tests"), str(ROOT / "clients" / "python")]
+    # The tree's own client builds its requests: the contract changes with the tree.
+    sys.path[:0] = [root, str(ROOT / "tests"), str(Path(root) / "clients" / "python")]
     os.environ.setdefault("OTEL_TRACES_EXPORTER", "none")
     cases = Cases()
     assert Path(cases.convert.__file__).resolve().is_relative_to(Path(root).resolve())
@@ -137,7 +158,7 @@ def _serve(root: str) -> None:
         out: dict[str, Any] = {}
         if ask.get("digest"):
             answer = cases.once(case, answer=True)  # type: ignore[arg-type]
-            out["digest"] = hashlib.sha256(answer).hexdigest()
+            out["digest"] = hashlib.sha256(cases.comparable(answer)).hexdigest()
             out["payload"] = hashlib.sha256(cases.build(*case[1:])[1]).hexdigest()
             out["actions"] = len(cases.decide(cases.build(*case[1:])[0]).actions)
         times = []
