@@ -84,6 +84,9 @@ _ADOPTS_BY_NAME = frozenset({"Service", "PersistentVolumeClaim"})
 
 GANG_CONFLICT_REASON = "GangObjectConflict"
 CONFLICT_REASON = "ObjectConflict"
+# Upstream records a Job create that failed (AlreadyExists included) under this reason; tools
+# that watch for it see the same event from the shim.
+JOB_CONFLICT_REASON = "JobCreationFailed"
 # A conflicting create fails every retry of the pass until the object goes; one event per
 # object per this many seconds says it without flooding the JobSet's events.
 CONFLICT_EVENT_INTERVAL = 60.0
@@ -329,7 +332,8 @@ class Applier:
             f"{res.kind} {name} already exists and is {by}, not by JobSet {js}; refusing to "
             "adopt it"
         )
-        reason = GANG_CONFLICT_REASON if res.kind in GANG_KINDS else CONFLICT_REASON
+        reason = (GANG_CONFLICT_REASON if res.kind in GANG_KINDS
+                  else JOB_CONFLICT_REASON if res.kind == "Job" else CONFLICT_REASON)
         if self.recorder.warn_once(
             jobset, reason, message, (res.kind, name, have), CONFLICT_EVENT_INTERVAL
         ):

@@ -156,7 +156,8 @@ def test_a_foreign_job_is_an_object_conflict_too(kube):
     plan = pb.DecideResponse(actions=[_create(pb.ACTION_TYPE_CREATE_JOB, _job("js-workers-0", js))])
     with pytest.raises(CreateConflict):
         applier.apply(js, plan)
-    assert [e["reason"] for e in _events(fake)] == ["ObjectConflict"]
+    # Upstream's reason for a Job it could not create.
+    assert [e["reason"] for e in _events(fake)] == ["JobCreationFailed"]
     applier.close()
 
 
