@@ -22,7 +22,6 @@ Lifecycle, as KEP-969 (WAS integration) describes it:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -33,7 +32,7 @@ from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, j
 from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
 from decider.core.model import Action, Event
 from decider.core.plain_json import is_plain
-from decider.core.state import PassState
+from decider.core.state import PassState, merge_patch
 
 GANG_KINDS = ("Workload", "PodGroup")
 CONFLICT_REASON = "GangObjectConflict"
@@ -176,15 +175,3 @@ def link_jobs(st: PassState, step: GangStep) -> None:
             meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
             action.plain_json = action.plain_json and is_plain(annotations)
 
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch; ``target`` is changed in place where it is a dict."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = target if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out

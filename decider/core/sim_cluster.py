@@ -32,25 +32,12 @@ from decider.core.model import (
     PodTemplateSummary,
     Toleration,
 )
-from decider.core.state import copy_json, format_time
+from decider.core.state import copy_json, format_time, merge_patch
 
 DEFAULT_FAILURE_REASON = "BackoffLimitExceeded"
 _CREATES = {"CreateService", "CreatePVC", "CreateWorkload", "CreatePodGroup"}
 _DELETES = {"DeleteWorkload", "DeletePodGroup"}
 _PATCHES = {"PatchWorkload", "PatchPodGroup"}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, returning a new value."""
-    if not isinstance(patch, dict):
-        return copy_json(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 def pods_of(job: ObservedJob) -> int:

@@ -28,6 +28,19 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, returning a new value; `target` is left as it was."""
+    if not isinstance(patch, dict):
+        return copy_json(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
 def parse_time(value: str) -> datetime | None:
     if not value:
         return None
