@@ -15,17 +15,7 @@ from decider.core.simulate import MAX_EVENTS, SimEvent, simulate
 from decider.core.state import format_time
 from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
-
-_SIM_EVENT_TYPES = {
-    pb.SIMULATION_EVENT_TYPE_JOB_FAILED: "JobFailed",
-    pb.SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: "JobSucceeded",
-    pb.SIMULATION_EVENT_TYPE_JOB_READY: "JobReady",
-    pb.SIMULATION_EVENT_TYPE_JOB_SUSPENDED: "JobSuspended",
-    pb.SIMULATION_EVENT_TYPE_JOB_RESUMED: "JobResumed",
-    pb.SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: "JobSetSuspended",
-    pb.SIMULATION_EVENT_TYPE_JOBSET_RESUMED: "JobSetResumed",
-}
-SIM_EVENT_VALUES = {name: value for value, name in _SIM_EVENT_TYPES.items()}
+from decider_client import render
 
 
 def _within(prefix: str, exc: InvalidInput | TooLarge) -> InvalidInput | TooLarge:
@@ -38,18 +28,19 @@ def _within(prefix: str, exc: InvalidInput | TooLarge) -> InvalidInput | TooLarg
 
 
 def _sim_event(msg: pb.SimulationEvent, index: int) -> SimEvent:
-    name = _SIM_EVENT_TYPES.get(msg.type)
+    name = render.SIMULATION_EVENT_NAMES.get(msg.type)
     if name is None:
         raise InvalidInput.at(f"events[{index}].type",
                               f"Unsupported value: {msg.type}: supported values: "
                               + ", ".join(pb.SimulationEventType.Name(v)
-                                          for v in _SIM_EVENT_TYPES))
+                                          for v in render.SIMULATION_EVENT_NAMES))
     return SimEvent(type=name, at_seconds=msg.at_seconds, job=msg.job, reason=msg.reason,
                     message=msg.message)
 
 
 def _sim_event_to_proto(ev: SimEvent) -> pb.SimulationEvent:
-    return pb.SimulationEvent(at_seconds=ev.at_seconds, type=SIM_EVENT_VALUES[ev.type],
+    return pb.SimulationEvent(at_seconds=ev.at_seconds,
+                              type=render.SIMULATION_EVENT_TYPES[ev.type],
                               job=ev.job, reason=ev.reason, message=ev.message)
 
 
