@@ -11,17 +11,14 @@ import asyncio
 from typing import Any
 
 from decider.cli_common import EXIT_UNAVAILABLE, UsageError, fail, parse_gates
+from decider_client.pem import read_pem
 
 
 def _read_pem(path: str, flag: str) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise UsageError(f"{flag}: {path}: cannot read: {exc.strerror or exc}") from None
-    if b"-----BEGIN" not in data:
-        raise UsageError(f"{flag}: {path}: not a PEM file")
-    return data
+        return read_pem(path)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {path}: {exc}") from None
 
 
 def server_config(args: argparse.Namespace) -> Any:

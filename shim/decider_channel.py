@@ -18,6 +18,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from decider_client import DeciderClient
+from decider_client.pem import read_pem
 from shim.config import Config
 
 ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
@@ -52,13 +53,9 @@ def _read(path: str, flag: str) -> bytes | None:
     if not path:
         return None
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise ChannelError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
-    if b"-----BEGIN" not in data:
-        raise ChannelError(f"{flag} {path}: not a PEM file")
-    return data
+        return read_pem(path)
+    except ValueError as exc:
+        raise ChannelError(f"{flag} {path}: {exc}") from None
 
 
 def credentials(cfg: Config) -> grpc.ChannelCredentials | None:
