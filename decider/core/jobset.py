@@ -51,19 +51,6 @@ class JobSet:
     labels: dict[str, str]
     annotations: dict[str, str]
     deletion_timestamp: str
-    replicated_jobs: tuple[ReplicatedJob, ...]
-    dns_hostnames: bool
-    subdomain: str
-    publish_not_ready: bool
-    success_operator: str
-    success_targets: tuple[str, ...]
-    failure_policy: FailurePolicy | None
-    in_order: bool
-    suspend: bool
-    managed_by: str | None
-    coordinator: Coordinator | None
-    ttl_seconds_after_finished: int | None
-    volume_claim_policies: tuple[dict[str, Any], ...]
     status: dict[str, Any]
     # The status as plain JSON bytes (plain_json.py), when it is: each pass copies the status
     # it builds on, and orjson copies it several times faster than a walk. None otherwise.
@@ -71,6 +58,60 @@ class JobSet:
     independent: bool
     # Shared with every JobSet of the same spec: read, never written.
     spec: Spec
+
+    # The spec's fields, read through: the spec is shared, so they are not copied per JobSet.
+    @property
+    def replicated_jobs(self) -> tuple[ReplicatedJob, ...]:
+        return self.spec.replicated_jobs
+
+    @property
+    def dns_hostnames(self) -> bool:
+        return self.spec.dns_hostnames
+
+    @property
+    def publish_not_ready(self) -> bool:
+        return self.spec.publish_not_ready
+
+    @property
+    def success_operator(self) -> str:
+        return self.spec.success_operator
+
+    @property
+    def success_targets(self) -> tuple[str, ...]:
+        return self.spec.success_targets
+
+    @property
+    def failure_policy(self) -> FailurePolicy | None:
+        return self.spec.failure_policy
+
+    @property
+    def in_order(self) -> bool:
+        return self.spec.in_order
+
+    @property
+    def suspend(self) -> bool:
+        return self.spec.suspend
+
+    @property
+    def managed_by(self) -> str | None:
+        return self.spec.managed_by
+
+    @property
+    def coordinator(self) -> Coordinator | None:
+        return self.spec.coordinator
+
+    @property
+    def ttl_seconds_after_finished(self) -> int | None:
+        return self.spec.ttl_seconds_after_finished
+
+    @property
+    def volume_claim_policies(self) -> tuple[dict[str, Any], ...]:
+        return self.spec.volume_claim_policies
+
+    @property
+    def subdomain(self) -> str:
+        """As written, or the JobSet's name when unset."""
+        return self.spec.subdomain or self.name
 
     def rjob(self, name: str) -> ReplicatedJob | None:
         return self.spec.rjobs_by_name.get(name)
@@ -159,19 +200,6 @@ def _parse(obj: Any, private: bool) -> JobSet:
         annotations=annotations,
         deletion_timestamp=acc.as_str(meta.get("deletionTimestamp"),
                                       "metadata.deletionTimestamp"),
-        replicated_jobs=spec.replicated_jobs,
-        dns_hostnames=spec.dns_hostnames,
-        subdomain=spec.subdomain or name,
-        publish_not_ready=spec.publish_not_ready,
-        success_operator=spec.success_operator,
-        success_targets=spec.success_targets,
-        failure_policy=spec.failure_policy,
-        in_order=spec.in_order,
-        suspend=spec.suspend,
-        managed_by=spec.managed_by,
-        coordinator=spec.coordinator,
-        ttl_seconds_after_finished=spec.ttl_seconds_after_finished,
-        volume_claim_policies=spec.volume_claim_policies,
         status=status,
         status_json=plain_bytes(status),
         independent=is_independent(annotations),
