@@ -83,15 +83,17 @@ class _Channel(asyncio.Protocol):
             del self.buffer[:1]
             self.ready.set_result(None)
         while len(self.buffer) >= _REPLY.size:
-            code, n_body, n_facts, n_record = _REPLY.unpack_from(self.buffer)
-            end = _REPLY.size + n_body + n_facts + n_record
+            code, n_body, n_facts, n_record, n_span = _REPLY.unpack_from(self.buffer)
+            end = _REPLY.size + n_body + n_facts + n_record + n_span
             if len(self.buffer) < end:
                 return
             view = memoryview(self.buffer)
-            start = _REPLY.size
-            reply = Reply(code, bytes(view[start:start + n_body]),
-                          bytes(view[start + n_body:start + n_body + n_facts]),
-                          bytes(view[start + n_body + n_facts:end]))
+            at = _REPLY.size
+            parts = []
+            for n in (n_body, n_facts, n_record, n_span):
+                parts.append(bytes(view[at:at + n]))
+                at += n
+            reply = Reply(code, *parts)
             view.release()
             del self.buffer[:end]
             if self.on_reply is not None:

@@ -24,10 +24,19 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from decider import facts as f
 from decider.decision_log import DecisionLog, record_line
-from decider.dispatch import INVALID_ARGUMENT, OK, STATUS_NAMES, WANT_FACTS, WANT_RECORD, Reply
+from decider.dispatch import (
+    INVALID_ARGUMENT,
+    OK,
+    STATUS_NAMES,
+    WANT_FACTS,
+    WANT_RECORD,
+    WANT_SPAN,
+    Reply,
+)
 from decider.pool import WorkerPool
 from decider.version import VERSION
-from decider_client.telemetry import MetricSpec, Telemetry
+from decider_client.telemetry import Telemetry
+from decider_client.telemetry_metrics import MetricSpec
 
 log = logging.getLogger("decider.rpc")
 
@@ -63,14 +72,25 @@ def outcome(code: int) -> str:
 
 
 def _peer(context: Any) -> tuple[str, int | None]:
+    return _split_peer(context.peer() or "")
+
+
+def _split_peer(peer: str) -> tuple[str, int | None]:
     """"ipv4:127.0.0.1:5555" -> ("127.0.0.1", 5555)."""
-    peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
     if kind in ("ipv4", "ipv6"):
         host, _, port = rest.rpartition(":")
         return host.strip("[]").replace("%5B", "").replace("%5D", ""), int(port) \
             if port.isdigit() else None
     return peer, None
+
+
+def _peer_attributes(peer: str) -> dict[str, Any]:
+    host, port = _split_peer(peer)
+    out: dict[str, Any] = {"network.peer.address": host}
+    if port is not None:
+        out["network.peer.port"] = port
+    return out
 
 
 @dataclass
@@ -99,15 +119,20 @@ class _Tally:
                 for values, n in list(self.counts.items())]
 
 
+
 class RpcTelemetry:
     def __init__(self, telemetry: Telemetry, pool: WorkerPool,
                  decision_log: DecisionLog | None = None) -> None:
         self.telemetry = telemetry
         self.decision_log = decision_log
-        self.want = (WANT_FACTS if telemetry.tracing or telemetry.metering else 0) | (
+        # Facts as JSON for metrics, the decision log (it names the JobSet and the decision
+        # id) and spans the SDK builds; as span attributes already written where spans are
+        # written as OTLP bytes (span_wire.py), so the server adds them without reading them.
+        wire = telemetry.tracing and telemetry.writes_wire
+        self.want = (WANT_SPAN if wire else 0) | (
+            WANT_FACTS if telemetry.metering or decision_log is not None
+            or (telemetry.tracing and not wire) else 0) | (
             WANT_RECORD if decision_log is not None else 0)
-        if decision_log is not None:
-            self.want |= WANT_FACTS  # the log line names the JobSet and the decision id
         self.decisions = _Tally(("rpc.method", "outcome"))
         self.actions = _Tally(("action.type",))
         self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
@@ -124,11 +149,16 @@ class RpcTelemetry:
             "decider.requests.waiting": lambda options: [Observation(pool.waiting)],
             "decider.workers.replaced": lambda options: [Observation(pool.replaced)],
         }
-        instruments = {spec.name: spec.create(meter, callbacks.get(spec.name))
-                       for spec in METRICS}
-        self.duration = instruments["decider.decision.duration"]
+        for spec in METRICS:
+            if spec.kind == "histogram":
+                # Recorded on every RPC: aggregated here where the readers allow.
+                self.duration = telemetry.histogram(spec, ("rpc.method", "outcome"))
+            else:
+                spec.create(meter, callbacks.get(spec.name))
         if decision_log is not None:
             decision_log._on_drop = lambda: self.dropped.add(1)
+        # (method, status code, peer) -> those span attributes, written (_fields).
+        self._written: dict[tuple[str, int, str], bytes] = {}
 
     def start(self, method: str, context: Any) -> Call:
         return Call(method, time.monotonic(), time.time_ns(), context)
@@ -140,11 +170,11 @@ class RpcTelemetry:
         result = outcome(code)
         self.decisions.add(1, call.method, result)
         if self.telemetry.metering:
-            self.duration.record(elapsed, {"rpc.method": call.method, "outcome": result})
+            self.duration.record(elapsed, call.method, result)
         self._decision_metrics(facts)
         trace_id = ""
         if self.telemetry.tracing:
-            trace_id = self._span(call, code, message, facts)
+            trace_id = self._span(call, code, message, facts, reply.span if reply else b"")
         if code != OK:
             log.info("%s from %s: %s: %s", call.method, _peer(call.context)[0],
                      STATUS_NAMES.get(code, str(code)), message)
@@ -156,7 +186,8 @@ class RpcTelemetry:
         if self.decision_log is not None:
             self._log_line(call, code, facts, reply, payload, elapsed, trace_id)
 
-    def _span(self, call: Call, code: int, message: str, facts: dict[str, Any]) -> str:
+    def _span(self, call: Call, code: int, message: str, facts: dict[str, Any],
+              written: bytes) -> str:
         """The RPC's span, made once its outcome is known: one set of attributes instead of
         several updates of a live span. Returns the trace id."""
         carrier = {k: v for k, v in call.context.invocation_metadata() or ()
@@ -165,25 +196,42 @@ class RpcTelemetry:
         parent = propagate.extract(carrier) if carrier.keys() & _TRACE_FIELDS else _ROOT
         attributes = {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": call.method,
                       "rpc.grpc.status_code": code}
-
-        def more() -> dict[str, Any]:
-            # Only for a sampled span: under a ratio sampler most RPCs never build these.
-            host, port = _peer(call.context)
-            out: dict[str, Any] = {"network.peer.address": host}
-            if port is not None:
-                out["network.peer.port"] = port
-            # Empty facts say nothing (no terminal state, no rule): left out, they cost nothing.
-            out.update((k, v) for k, v in facts.items()
-                       if v != "" and isinstance(v, str | int | bool))
-            return out
-
         status = None
         if code != OK:
             status = Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}")
-        ctx = self.telemetry.record_span(f"{SERVICE}/{call.method}", SpanKind.SERVER,
-                                         parent, attributes, call.started_ns, time.time_ns(),
-                                         status, more)
-        return format(ctx.trace_id, "032x") if ctx is not None else ""
+        name = f"{SERVICE}/{call.method}"
+        if self.telemetry.writes_wire:
+            # Every attribute as OTLP bytes: the RPC's and the peer's from caches here, the
+            # decision's as the worker wrote them (dispatch.WANT_SPAN).
+            fields = self._fields(attributes, call.context.peer() or "") + written
+            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, parent, attributes,
+                                                  call.started_ns, time.time_ns(), status,
+                                                  written=fields)
+        else:
+            def more() -> dict[str, Any]:
+                # Only for a sampled span: under a ratio sampler most never build these.
+                out = _peer_attributes(call.context.peer() or "")
+                # Empty facts say nothing (no terminal state, no rule): left out, they cost
+                # nothing.
+                out.update((k, v) for k, v in facts.items()
+                           if v != "" and isinstance(v, str | int | bool))
+                return out
+
+            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, parent, attributes,
+                                                  call.started_ns, time.time_ns(), status, more)
+        return format(trace_id, "032x") if trace_id is not None else ""
+
+    def _fields(self, attributes: dict[str, Any], peer: str) -> bytes:
+        """The RPC's and the peer's span attributes, written: both repeat from RPC to RPC (a
+        method and a status; a client's connection)."""
+        key = (attributes["rpc.method"], attributes["rpc.grpc.status_code"], peer)
+        hit = self._written.get(key)
+        if hit is None:
+            hit = self.telemetry.write_attributes({**attributes, **_peer_attributes(peer)})
+            if len(self._written) >= 4096:
+                self._written.clear()
+            self._written[key] = hit
+        return hit
 
     def _decision_metrics(self, facts: dict[str, Any]) -> None:
         if not facts:

@@ -18,7 +18,8 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from decider_client.telemetry import MetricSpec, Telemetry, disabled
+from decider_client.telemetry import Telemetry, disabled
+from decider_client.telemetry_metrics import MetricSpec
 
 # Every metric the shim exports (README "Observability"; the dashboard queries only these).
 METRICS = (

@@ -19,7 +19,6 @@ import grpc
 import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from properties.strategies import to_request
@@ -29,6 +28,7 @@ from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, telemetry
+from decider_client.aggregates import MemoryMetricReader
 from support.builders import NOW, job, jobset, rjob
 from support.otlp import GrpcReceiver, HttpReceiver
 
@@ -38,8 +38,8 @@ PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 @pytest.fixture(scope="module")
-def observed() -> Iterator[tuple[pb_grpc.DeciderStub, InMemorySpanExporter, InMemoryMetricReader]]:
-    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+def observed() -> Iterator[tuple[pb_grpc.DeciderStub, InMemorySpanExporter, MemoryMetricReader]]:
+    spans, reader = InMemorySpanExporter(), MemoryMetricReader()
     tel = telemetry.setup("jobset-decider", env={}, span_exporters=[spans],
                           metric_readers=[reader])
     with BackgroundServer(telemetry=tel) as srv, grpc.insecure_channel(srv.target) as channel:
@@ -65,7 +65,7 @@ def _span(spans: InMemorySpanExporter, decision_id: str) -> object:
     raise AssertionError(f"no span for decision {decision_id}")
 
 
-def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict, object]]]:
+def _points(reader: MemoryMetricReader) -> dict[str, list[tuple[dict, object]]]:
     out: dict[str, list[tuple[dict, object]]] = {}
     data = reader.get_metrics_data()
     for rm in data.resource_metrics:
@@ -259,6 +259,25 @@ def test_spans_and_metrics_arrive_at_a_real_otlp_receiver(protocol: str, receive
             _stop(proc)
         services = {service for service, _ in got.spans()}
         assert services == {"jobset-decider"}
+        # The span the server wrote as OTLP bytes, the decision's attributes from the worker.
+        decides = [s for _, s in got.spans() if s.name == "decider.v1.Decider/Decide"]
+        ok = [s for s in decides if s.status.code != s.status.STATUS_CODE_ERROR]
+        attrs = {kv.key: kv.value for kv in ok[0].attributes}
+        assert attrs["rpc.method"].string_value == "Decide"
+        assert attrs["rpc.grpc.status_code"].int_value == 0
+        assert attrs["network.peer.address"].string_value == "127.0.0.1"
+        assert attrs["k8s.namespace.name"].string_value == "default"
+        assert attrs["decider.actions.total"].int_value >= 1
+        assert len(attrs["decider.decision_id"].string_value) == 32
+        assert ok[0].end_time_unix_nano > ok[0].start_time_unix_nano
+        refused = [s for s in decides if s.status.code == s.status.STATUS_CODE_ERROR]
+        assert refused[0].status.message.startswith("INVALID_ARGUMENT: ")
+        assert {kv.key: kv.value.int_value for kv in refused[0].attributes}[
+            "rpc.grpc.status_code"] == 3
+        # The duration histogram the server aggregates itself, with the seconds buckets.
+        durations = got.data_points("decider.decision.duration")
+        assert sum(p.count for p in durations) >= 2
+        assert tuple(durations[0].explicit_bounds) == telemetry.SECONDS_BUCKETS
         if protocol == "http/protobuf":
             assert {"/v1/traces", "/v1/metrics", "/v1/logs"} <= set(rx.paths)
 

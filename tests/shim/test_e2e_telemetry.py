@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from decider.server import BackgroundServer
 from decider_client import telemetry
+from decider_client.aggregates import MemoryMetricReader
 from shim.telemetry import api_verb, parse_path
 from support.otlp import GrpcReceiver
 from tests.shim.helpers import NS, jobset, rjob, wait_for
@@ -50,7 +50,7 @@ def _by_id(spans: list) -> dict[int, object]:
 
 
 def test_reconcile_is_the_parent_of_the_decision_and_of_the_api_calls(cluster, shims) -> None:
-    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    spans, reader = InMemorySpanExporter(), MemoryMetricReader()
     decider_tel = telemetry.setup("jobset-decider", env={}, span_exporters=[spans])
     shim_tel = telemetry.setup("decider-shim", env={}, span_exporters=[spans],
                                metric_readers=[reader])

@@ -31,6 +31,12 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider
 
+from decider_client.telemetry_metrics import (
+    SECONDS_BUCKETS,
+    SECONDS_HISTOGRAMS,
+    MetricSpec,
+    SdkHistogram,
+)
 from decider_client.version import VERSION
 
 log = logging.getLogger("decider.telemetry")
@@ -41,12 +47,8 @@ SIGNAL_EXPORTERS = {"traces": ("otlp", "console", "none"),
                     "logs": ("otlp", "console", "none")}
 DEFAULT_PROMETHEUS_PORT = 9464
 SHUTDOWN_SECONDS = 0.25
-# Decisions take from a fraction of a millisecond to seconds.
-SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-                   5.0, 10.0, 30.0)
-# Histograms measured in seconds, for the bucket view above.
-SECONDS_HISTOGRAMS = ("decider.decision.duration", "shim.reconcile.duration",
-                      "shim.api.request.duration", "shim.decider.duration")
+# The instrumentation scope of every span and metric this package makes.
+METER_NAME = "jobset-decider"
 
 
 class TelemetryConfigError(ValueError):
@@ -87,10 +89,8 @@ def _otlp(signal: str, protocol: str) -> Any:
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
         return OTLPLogExporter()
     if signal == "traces":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter as HTTPSpanExporter,
-        )
-        return HTTPSpanExporter()
+        from decider_client.span_encoding import FastHTTPSpanExporter
+        return FastHTTPSpanExporter()
     if signal == "metrics":
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
             OTLPMetricExporter as HTTPMetricExporter,
@@ -149,42 +149,97 @@ class Telemetry:
     _provider: Any = None
     _processors: list[Any] = field(default_factory=list)
     _scope: Any = None
+    # Set when every span processor exports OTLP: spans are written as bytes (span_wire.py).
+    _writer: Any = None
+    # Set for a sampler built into the SDK (sampling.py): its decision without its result.
+    _quick_sample: Any = None
+    # Set when every metric reader takes the process's own histograms (aggregates.py).
+    aggregates: Any = None
+
+    @property
+    def writes_wire(self) -> bool:
+        """Spans are written as OTLP bytes, and may take attributes written elsewhere."""
+        return self._writer is not None
+
+    def write_attributes(self, attributes: Mapping[str, Any]) -> bytes:
+        """Span attributes written as OTLP, for record_span's `written`; only where
+        `writes_wire`."""
+        assert self._writer is not None
+        return self._writer.attributes.fields(attributes)
+
+    def histogram(self, spec: MetricSpec, keys: Sequence[str]) -> Any:
+        """A histogram recorded as `record(value, *attribute values in the order of keys)`:
+        aggregated by this process where every reader takes that (aggregates.py), else the
+        SDK's instrument."""
+        if self.aggregates is not None:
+            from decider_client.aggregates import Histogram
+
+            bounds = SECONDS_BUCKETS if spec.name in SECONDS_HISTOGRAMS else ()
+            own = Histogram(spec.name, spec.unit, spec.description, keys, bounds)
+            self.aggregates.histograms.append(own)
+            return own
+        return SdkHistogram(spec.create(self.meter), tuple(keys))
 
     def record_span(self, name: str, kind: trace.SpanKind, parent: Any,
                     attributes: Mapping[str, Any], start_ns: int, end_ns: int,
                     status: Any = None,
                     more: Callable[[], Mapping[str, Any]] | None = None,
-                    ) -> trace.SpanContext | None:
+                    written: bytes | None = None) -> int | None:
         """A finished span, made in one step: for a span whose every attribute is known when
-        it ends (a decider RPC). It skips what a live SDK span costs per attribute and per
-        update (~55 µs for twenty attributes), while keeping the provider's sampler, ids,
-        resource and processors. Returns its context, or None when it is not sampled.
+        it ends (a decider RPC). It keeps the provider's sampler, ids, resource and processors,
+        and skips what a live SDK span costs per attribute and per update. Where every
+        exporter is an OTLP one (`writes_wire`), the span is written as OTLP bytes at once
+        (span_wire.py) rather than built as an SDK object and encoded later. Returns its trace
+        id, or None when it is not sampled.
 
         The sampler sees `attributes`; `more` is called only for a sampled span, so a span
-        that is sampled out costs no more than its sampling decision."""
-        if self._provider is None:
+        that is sampled out costs no more than its sampling decision. `written`, only where
+        `writes_wire`: every attribute already written (write_attributes); then `attributes`
+        only inform the sampler and `more` is not called."""
+        provider = self._provider
+        if provider is None:
             return None
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, TraceFlags
+        parent_ctx: Any = trace.get_current_span(parent).get_span_context()
+        if not parent_ctx.is_valid:
+            parent_ctx = None
+        trace_id = parent_ctx.trace_id if parent_ctx is not None else \
+            provider.id_generator.generate_trace_id()
+        if self._quick_sample is not None:
+            if not self._quick_sample(parent_ctx, trace_id):
+                return None
+            trace_state = parent_ctx.trace_state if parent_ctx is not None else None
+        else:
+            sampled = provider.sampler.should_sample(parent, trace_id, name, kind, attributes)
+            if not sampled.decision.is_sampled():
+                return None
+            trace_state = sampled.trace_state
+        span_id = provider.id_generator.generate_span_id()
+        span: Any
+        if self._writer is not None:
+            if written is None:
+                written = self._writer.attributes.fields(
+                    {**attributes, **more()} if more is not None else attributes)
+            span = self._writer.span(
+                trace_id=trace_id, span_id=span_id, parent=parent_ctx, name=name,
+                kind=kind.value, start_ns=start_ns, end_ns=end_ns, attributes=written,
+                status_code=status.status_code.name if status is not None else "UNSET",
+                status_message=(status.description or "") if status is not None else "",
+                trace_state=trace_state.to_header() if trace_state else "")
+        else:
+            from opentelemetry.sdk.trace import ReadableSpan
+            from opentelemetry.trace import SpanContext, TraceFlags
 
-        parent_ctx = trace.get_current_span(parent).get_span_context()
-        trace_id = parent_ctx.trace_id if parent_ctx.is_valid else \
-            self._provider.id_generator.generate_trace_id()
-        sampled = self._provider.sampler.should_sample(parent, trace_id, name, kind, attributes)
-        if not sampled.decision.is_sampled():
-            return None
-        ctx = SpanContext(trace_id, self._provider.id_generator.generate_span_id(),
-                          is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED),
-                          trace_state=sampled.trace_state)
-        attributes = {**attributes, **more()} if more is not None else dict(attributes)
-        span = ReadableSpan(name, ctx, parent_ctx if parent_ctx.is_valid else None,
-                            self._provider.resource, attributes, kind=kind,
-                            status=status or trace.Status(trace.StatusCode.UNSET),
-                            start_time=start_ns, end_time=end_ns,
-                            instrumentation_scope=self._scope)
+            ctx = SpanContext(trace_id, span_id, is_remote=False,
+                              trace_flags=TraceFlags(TraceFlags.SAMPLED), trace_state=trace_state)
+            span = ReadableSpan(name, ctx, parent_ctx, provider.resource,
+                                {**attributes, **more()} if more is not None
+                                else dict(attributes), kind=kind,
+                                status=status or trace.Status(trace.StatusCode.UNSET),
+                                start_time=start_ns, end_time=end_ns,
+                                instrumentation_scope=self._scope)
         for processor in self._processors:
             processor.on_end(span)
-        return ctx
+        return trace_id
 
     def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
         """Flush what can be flushed in `timeout`, then give up: an unreachable collector must
@@ -235,38 +290,25 @@ def setup(service_name: str, *, metrics_port: int = 0, env: Mapping[str, str] | 
     out = disabled()
     tracing = _tracing(resource, traces, protocols["traces"], span_exporters, out._shutdowns)
     if tracing is not None:
-        out.tracer, out._provider, out._processors = tracing
+        out.tracer, out._provider, out._processors, wire = tracing
         out.tracing = True
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-        out._scope = InstrumentationScope("jobset-decider", VERSION)
-    readers = list(metric_readers)
-    for name in metric_names:
-        if name == "prometheus":
-            continue
-        from opentelemetry.sdk.metrics.export import (
-            ConsoleMetricExporter,
-            PeriodicExportingMetricReader,
-        )
+        from decider_client.sampling import quick_sampler
 
-        exporter = ConsoleMetricExporter() if name == "console" else _otlp(
-            "metrics", protocols["metrics"])
-        readers.append(PeriodicExportingMetricReader(exporter))
-    if metrics_port:
-        readers.append(_prometheus(metrics_port, env))
+        out._scope = InstrumentationScope(METER_NAME, VERSION)
+        out._quick_sample = quick_sampler(out._provider.sampler)
+        if wire:
+            from decider_client.span_wire import SpanWriter
+
+            out._writer = SpanWriter(resource, out._scope)
+    if metric_names or metrics_port or metric_readers:
+        from decider_client.telemetry_metrics import meter_provider
+
+        provider, out.aggregates = meter_provider(resource, metric_names, protocols["metrics"],
+                                                  metrics_port, env, metric_readers)
         out.metrics_port = metrics_port
-    if readers:
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-
-        views = [View(instrument_name=name,
-                      aggregation=ExplicitBucketHistogramAggregation(SECONDS_BUCKETS))
-                 for name in SECONDS_HISTOGRAMS]
-        # Shut down by Telemetry.shutdown, bounded; the SDK's own exit hook would wait on an
-        # unreachable collector for as long as its retries take.
-        provider = MeterProvider(metric_readers=readers, resource=resource, views=views,
-                                 shutdown_on_exit=False)
-        out.meter, out.metering = provider.get_meter("jobset-decider", VERSION), True
+        out.meter, out.metering = provider.get_meter(METER_NAME, VERSION), True
         out._shutdowns.append(provider.shutdown)
     if logs or log_exporters:
         _logging(resource, logs, protocols["logs"], log_exporters, out._shutdowns)
@@ -274,7 +316,11 @@ def setup(service_name: str, *, metrics_port: int = 0, env: Mapping[str, str] | 
 
 
 def _tracing(resource: Any, names: list[str], protocol: str, extra: Sequence[Any],
-             shutdowns: list[Callable[[], Any]]) -> tuple[trace.Tracer, Any, list[Any]] | None:
+             shutdowns: list[Callable[[], Any]]
+             ) -> tuple[trace.Tracer, Any, list[Any], bool] | None:
+    """The tracer, its provider, its processors, and whether spans are written as OTLP
+    bytes: where every exporter is an OTLP one (span_encoding.py's take written spans; the
+    console's and a test's take the SDK's)."""
     if not (names or extra):
         return None
     from opentelemetry.sdk.trace import TracerProvider
@@ -293,16 +339,8 @@ def _tracing(resource: Any, names: list[str], protocol: str, extra: Sequence[Any
     for processor in processors:
         provider.add_span_processor(processor)
     shutdowns.append(provider.shutdown)
-    return provider.get_tracer("jobset-decider", VERSION), provider, processors
-
-
-def _prometheus(port: int, env: Mapping[str, str]) -> Any:
-    from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import start_http_server
-
-    host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "0.0.0.0"
-    start_http_server(port, addr=host)
-    return PrometheusMetricReader()
+    wire = all(name == "otlp" for name in names) and not extra
+    return provider.get_tracer(METER_NAME, VERSION), provider, processors, wire
 
 
 def _logging(resource: Any, names: list[str], protocol: str, extra: Sequence[Any],
@@ -328,43 +366,3 @@ def _logging(resource: Any, names: list[str], protocol: str, extra: Sequence[Any
         provider.shutdown()
 
     shutdowns.append(stop)
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One metric the decider or the shim exports: declared once, created from here, so the
-    README's names and the dashboard's queries can be checked against what the code makes."""
-
-    name: str
-    kind: str  # counter | histogram | gauge | observable_counter
-    unit: str
-    description: str
-
-    def create(self, meter: metrics.Meter, callback: Callable[..., Any] | None = None) -> Any:
-        if self.kind == "counter":
-            return meter.create_counter(self.name, unit=self.unit, description=self.description)
-        if self.kind == "histogram":
-            return meter.create_histogram(self.name, unit=self.unit,
-                                          description=self.description)
-        if callback is None:
-            raise ValueError(f"{self.name}: an observable {self.kind} needs a callback")
-        if self.kind == "gauge":
-            return meter.create_observable_gauge(self.name, [callback], unit=self.unit,
-                                                 description=self.description)
-        return meter.create_observable_counter(self.name, [callback], unit=self.unit,
-                                               description=self.description)
-
-    def prometheus_series(self) -> tuple[str, ...]:
-        """The series names a Prometheus scrape shows for this metric (OpenTelemetry's
-        Prometheus exporter: dots to underscores, a unit suffix, `_total` on counters)."""
-        from opentelemetry.exporter.prometheus import map_unit, sanitize_full_name
-
-        base = sanitize_full_name(self.name)
-        unit = map_unit(self.unit)
-        if unit and not base.endswith("_" + unit):
-            base = f"{base}_{unit}"
-        if self.kind in ("counter", "observable_counter"):
-            return (f"{base}_total",)
-        if self.kind == "histogram":
-            return (f"{base}_bucket", f"{base}_sum", f"{base}_count")
-        return (base,)

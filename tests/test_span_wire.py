@@ -1,0 +1,159 @@
+"""Spans written as OTLP bytes (span_wire.py) and the quick sampling decision (sampling.py) are
+exactly what the SDK would have made and decided."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, sampling
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TraceState,
+    set_span_in_context,
+)
+
+from decider_client import telemetry
+from decider_client.sampling import quick_sampler
+from decider_client.span_encoding import SpanEncoder, encode_batch
+from decider_client.span_wire import AttributeWriter, SpanWriter, export_request
+
+RESOURCE = Resource.create({"service.name": "jobset-decider", "replica": 2})
+SCOPE = InstrumentationScope("jobset-decider", "1.2.3")
+REMOTE = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, is_remote=True,
+                     trace_flags=TraceFlags(1), trace_state=TraceState([("vendor", "x1")]))
+LOCAL = SpanContext(0x1F, 0x2F, is_remote=False, trace_flags=TraceFlags(1))
+ATTRIBUTES = {"rpc.system": "grpc", "rpc.grpc.status_code": 3, "negative": -7,
+              "huge": 1 << 70, "ratio": 0.25, "ok": True, "one": 1, "text": "naïve ✓",
+              "empty": "", "names": ["a", "b"]}
+
+
+def _pair(parent: SpanContext | None, status: Status | None, attributes: dict,
+          trace_state: TraceState | None = None) -> tuple[ReadableSpan, object]:
+    """The same span as the SDK holds it and as written here."""
+    ctx = SpanContext(0xABC, 0xDEF, is_remote=False, trace_flags=TraceFlags(1),
+                      trace_state=trace_state)
+    sdk_attributes = {k: str(v) if isinstance(v, int) and v >= 1 << 63 else v
+                      for k, v in attributes.items()}
+    readable = ReadableSpan("decider.v1.Decider/Decide", ctx, parent, RESOURCE, sdk_attributes,
+                            kind=SpanKind.SERVER, status=status or Status(StatusCode.UNSET),
+                            start_time=1_700_000_000_000_000_001,
+                            end_time=1_700_000_000_000_900_000, instrumentation_scope=SCOPE)
+    writer = SpanWriter(RESOURCE, SCOPE)
+    wire = writer.span(trace_id=0xABC, span_id=0xDEF, parent=parent,
+                       name="decider.v1.Decider/Decide", kind=SpanKind.SERVER.value,
+                       start_ns=1_700_000_000_000_000_001, end_ns=1_700_000_000_000_900_000,
+                       attributes=writer.attributes.fields(attributes),
+                       status_code=status.status_code.name if status else "UNSET",
+                       status_message=(status.description or "") if status else "",
+                       trace_state=trace_state.to_header() if trace_state else "")
+    return readable, wire
+
+
+@pytest.mark.parametrize("parent", [None, REMOTE, LOCAL], ids=["root", "remote", "local"])
+@pytest.mark.parametrize("status", [None, Status(StatusCode.OK),
+                                    Status(StatusCode.ERROR, "INVALID_ARGUMENT: spec: bad")],
+                         ids=["unset", "ok", "error"])
+def test_a_written_span_is_the_sdks_encoding(parent: SpanContext | None,
+                                             status: Status | None) -> None:
+    readable, wire = _pair(parent, status, ATTRIBUTES,
+                           parent.trace_state if parent is not None else None)
+    written = ExportTraceServiceRequest.FromString(export_request([wire]))  # type: ignore[list-item]
+    # A value past int64 is written as its decimal string (the SDK's encoder refuses it).
+    assert written == encode_spans([readable])
+
+
+def test_attributes_written_apart_concatenate() -> None:
+    """The worker writes the decision's attributes, the server the RPC's: one span."""
+    server, worker = AttributeWriter(), AttributeWriter()
+    rpc = {"rpc.method": "Decide", "rpc.grpc.status_code": 0}
+    decision = {"k8s.namespace.name": "default", "decider.actions.total": 2,
+                "jobset.terminal_state": "", "decider.actions.CreateJob": True}
+    readable, _ = _pair(None, None, {**rpc, "k8s.namespace.name": "default",
+                                      "decider.actions.total": 2,
+                                      "decider.actions.CreateJob": True})
+    writer = SpanWriter(RESOURCE, SCOPE)
+    wire = writer.span(trace_id=0xABC, span_id=0xDEF, parent=None,
+                       name="decider.v1.Decider/Decide", kind=SpanKind.SERVER.value,
+                       start_ns=1_700_000_000_000_000_001, end_ns=1_700_000_000_000_900_000,
+                       attributes=server.fields(rpc) + worker.fields(decision, skip_empty=True))
+    assert ExportTraceServiceRequest.FromString(export_request([wire])) == \
+        encode_spans([readable])
+
+
+def test_the_attribute_cache_keeps_true_and_1_apart() -> None:
+    cache = AttributeWriter()
+    assert cache.field("x", True) != cache.field("x", 1)
+    assert cache.field("x", 1) != cache.field("x", 1.0)
+    assert cache.field("x", True) == cache.field("x", True)
+
+
+def test_a_batch_mixes_written_and_sdk_spans_and_writers() -> None:
+    readable, wire = _pair(REMOTE, None, {"a": 1})
+    other = SpanWriter(Resource.create({"service.name": "other"}), SCOPE)
+    wire2 = other.span(trace_id=1, span_id=2, parent=None, name="x", kind=0, start_ns=1,
+                       end_ns=2, attributes=b"")
+    batch = encode_batch(SpanEncoder(), [readable, wire, wire2])
+    services = sorted(kv.value.string_value for rs in batch.resource_spans
+                      for kv in rs.resource.attributes if kv.key == "service.name")
+    assert services == ["jobset-decider", "jobset-decider", "other"]
+    assert sum(len(ss.spans) for rs in batch.resource_spans for ss in rs.scope_spans) == 3
+
+
+SAMPLERS = [sampling.ALWAYS_ON, sampling.ALWAYS_OFF, sampling.DEFAULT_ON, sampling.DEFAULT_OFF,
+            sampling.TraceIdRatioBased(0.1), sampling.ParentBasedTraceIdRatio(0.3),
+            sampling.TraceIdRatioBased(0.0), sampling.ParentBasedTraceIdRatio(1.0)]
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=lambda s: s.get_description()[:40])
+def test_the_quick_decision_is_the_samplers(sampler: sampling.Sampler) -> None:
+    quick = quick_sampler(sampler)
+    assert quick is not None
+    rng = random.Random(7)
+    parents: list[SpanContext | None] = [None]
+    for remote in (True, False):
+        for flags in (0, 1):
+            parents.append(SpanContext(rng.getrandbits(128) or 1, rng.getrandbits(64) or 1,
+                                       is_remote=remote, trace_flags=TraceFlags(flags)))
+    for _ in range(400):
+        for parent in parents:
+            trace_id = parent.trace_id if parent is not None else rng.getrandbits(128)
+            context = set_span_in_context(NonRecordingSpan(parent)) if parent else Context()
+            expected = sampler.should_sample(context, trace_id, "n").decision.is_sampled()
+            assert quick(parent, trace_id) == expected
+
+
+def test_a_sampler_not_built_in_is_asked() -> None:
+    class Custom(sampling.Sampler):
+        def should_sample(self, *args: object, **kwargs: object) -> sampling.SamplingResult:
+            return sampling.SamplingResult(sampling.Decision.DROP)
+
+        def get_description(self) -> str:
+            return "Custom"
+
+    assert quick_sampler(Custom()) is None
+    assert quick_sampler(sampling.ParentBased(Custom())) is None
+
+
+def test_setup_writes_spans_only_where_every_exporter_is_otlp(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    otlp = telemetry.setup("t", env={"OTEL_TRACES_EXPORTER": "otlp"})
+    both = telemetry.setup("t", env={"OTEL_TRACES_EXPORTER": "otlp,console"})
+    try:
+        assert otlp.writes_wire and not both.writes_wire
+        assert otlp._quick_sample is not None
+    finally:
+        otlp.shutdown()
+        both.shutdown()
+
