@@ -4,6 +4,7 @@ exactly what the SDK would have made and decided."""
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 from opentelemetry.context import Context
@@ -25,6 +26,7 @@ from opentelemetry.trace import (
 
 from decider_client import telemetry
 from decider_client.sampling import quick_sampler
+from decider_client.span_batch import WireBatchProcessor
 from decider_client.span_encoding import SpanEncoder, encode_batch
 from decider_client.span_wire import AttributeWriter, SpanWriter, export_request
 
@@ -157,3 +159,81 @@ def test_setup_writes_spans_only_where_every_exporter_is_otlp(monkeypatch: pytes
         otlp.shutdown()
         both.shutdown()
 
+
+
+class _Exporter:
+    def __init__(self) -> None:
+        self.batches: list[list] = []
+        self.stopped = False
+
+    def export(self, batch: list) -> None:
+        self.batches.append(batch)
+
+    def shutdown(self) -> None:
+        self.stopped = True
+
+
+def _written(n: int) -> list:
+    writer = SpanWriter(RESOURCE, SCOPE)
+    return [writer.span(trace_id=i + 1, span_id=i + 1, parent=None, name="s", kind=0,
+                        start_ns=1, end_ns=2, attributes=b"") for i in range(n)]
+
+
+def _until(predicate: object, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.01)
+
+
+def test_the_batch_processor_keeps_the_sdks_settings() -> None:
+    exporter = _Exporter()
+    processor = WireBatchProcessor(exporter, env={"OTEL_BSP_SCHEDULE_DELAY": "60000",
+                                                  "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4",
+                                                  "OTEL_BSP_MAX_QUEUE_SIZE": "10"})
+    spans = _written(20)
+    for span in spans[:3]:
+        processor.on_end(span)
+    time.sleep(0.2)
+    assert exporter.batches == []  # not a whole batch: waits for the (minute-long) timer
+    processor.on_end(spans[3])
+    _until(lambda: exporter.batches)
+    assert exporter.batches == [spans[:4]]  # a whole batch leaves at once
+    for span in spans[4:]:
+        processor.on_end(span)
+    # The queue holds 10; the newest beyond that are dropped and counted.
+    assert processor.force_flush(5000)
+    exported = [s for batch in exporter.batches for s in batch]
+    assert len(exported) + processor.dropped == 20
+    assert exported == spans[:len(exported)]
+    assert all(len(batch) <= 4 for batch in exporter.batches)
+    processor.on_end(_written(1)[0])
+    processor.shutdown()
+    assert exporter.stopped
+    assert sum(len(b) for b in exporter.batches) == len(exported) + 1  # flushed at shutdown
+    processor.on_end(_written(1)[0])  # after shutdown: ignored
+    assert sum(len(b) for b in exporter.batches) == len(exported) + 1
+
+
+def test_a_full_queue_drops_the_newest() -> None:
+    exporter = _Exporter()
+    processor = WireBatchProcessor(exporter, env={"OTEL_BSP_SCHEDULE_DELAY": "60000",
+                                                  "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100",
+                                                  "OTEL_BSP_MAX_QUEUE_SIZE": "5"})
+    spans = _written(8)
+    for span in spans:
+        processor.on_end(span)
+    assert processor.dropped == 3
+    processor.shutdown()
+    assert [s for batch in exporter.batches for s in batch] == spans[:5]
+
+
+def test_the_batch_processor_exports_on_its_timer_and_reads_bad_settings_as_defaults() -> None:
+    exporter = _Exporter()
+    processor = WireBatchProcessor(exporter, env={"OTEL_BSP_SCHEDULE_DELAY": "50",
+                                                  "OTEL_BSP_MAX_QUEUE_SIZE": "-3"})
+    assert processor.max_queue == 2048 and processor.max_batch == 512
+    span = _written(1)[0]
+    processor.on_end(span)
+    _until(lambda: exporter.batches)
+    assert exporter.batches == [[span]]
+    processor.shutdown()

@@ -330,16 +330,18 @@ def _tracing(resource: Any, names: list[str], protocol: str, extra: Sequence[Any
         SimpleSpanProcessor,
     )
 
+    from decider_client.span_batch import WireBatchProcessor
+
+    wire = all(name == "otlp" for name in names) and not extra
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     processors: list[Any] = []
     for name in names:
         exporter = ConsoleSpanExporter() if name == "console" else _otlp("traces", protocol)
-        processors.append(BatchSpanProcessor(exporter))
+        processors.append(WireBatchProcessor(exporter) if wire else BatchSpanProcessor(exporter))
     processors.extend(SimpleSpanProcessor(exporter) for exporter in extra)
     for processor in processors:
         provider.add_span_processor(processor)
     shutdowns.append(provider.shutdown)
-    wire = all(name == "otlp" for name in names) and not extra
     return provider.get_tracer(METER_NAME, VERSION), provider, processors, wire
 
 
