@@ -26,6 +26,7 @@ from decider import facts as f
 from decider.decision_log import DecisionLog, record_line
 from decider.dispatch import (
     INVALID_ARGUMENT,
+    METHODS,
     OK,
     STATUS_NAMES,
     WANT_FACTS,
@@ -35,7 +36,7 @@ from decider.dispatch import (
 )
 from decider.pool import WorkerPool
 from decider.version import VERSION
-from decider_client.telemetry import Telemetry
+from decider_client.telemetry import Sampled, Telemetry
 from decider_client.telemetry_metrics import MetricSpec
 
 log = logging.getLogger("decider.rpc")
@@ -43,7 +44,7 @@ log = logging.getLogger("decider.rpc")
 SERVICE = "decider.v1.Decider"
 # Metadata keys the configured propagators read (W3C traceparent, tracestate, baggage...).
 _TRACE_FIELDS = frozenset(propagate.get_global_textmap().fields)
-_ROOT = Context()
+_SPAN_NAMES = {method: f"{SERVICE}/{method}" for method in METHODS}
 
 # Every metric the decider exports (README "Observability"; the dashboard queries only these).
 METRICS = (
@@ -71,6 +72,14 @@ def outcome(code: int) -> str:
     return "ok" if code == OK else "invalid" if code == INVALID_ARGUMENT else "error"
 
 
+def _parent(context: Any) -> Context | None:
+    """The caller's trace context from the RPC's metadata (W3C traceparent...); None when it
+    sent none (a root span)."""
+    carrier = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+    # Extracting costs ~15 µs even with nothing to find; most callers send no trace context.
+    return propagate.extract(carrier) if carrier.keys() & _TRACE_FIELDS else None
+
+
 def _peer(context: Any) -> tuple[str, int | None]:
     return _split_peer(context.peer() or "")
 
@@ -93,7 +102,7 @@ def _peer_attributes(peer: str) -> dict[str, Any]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One RPC being observed."""
 
@@ -101,6 +110,10 @@ class Call:
     started: float
     started_ns: int
     context: Any
+    # What to ask the worker for beside the answer (dispatch.WANT_*).
+    want: int = 0
+    # The span's trace, decided as the RPC starts; None: no span (off or sampled out).
+    sampled: Sampled | None = None
 
 
 class _Tally:
@@ -128,10 +141,10 @@ class RpcTelemetry:
         # Facts as JSON for metrics, the decision log (it names the JobSet and the decision
         # id) and spans the SDK builds; as span attributes already written where spans are
         # written as OTLP bytes (span_wire.py), so the server adds them without reading them.
-        wire = telemetry.tracing and telemetry.writes_wire
-        self.want = (WANT_SPAN if wire else 0) | (
-            WANT_FACTS if telemetry.metering or decision_log is not None
-            or (telemetry.tracing and not wire) else 0) | (
+        # WANT_SPAN is asked per RPC, only for a span sampled in (start).
+        self.wire = telemetry.tracing and telemetry.writes_wire
+        self.want = (WANT_FACTS if telemetry.metering or decision_log is not None
+                     or (telemetry.tracing and not self.wire) else 0) | (
             WANT_RECORD if decision_log is not None else 0)
         self.decisions = _Tally(("rpc.method", "outcome"))
         self.actions = _Tally(("action.type",))
@@ -161,7 +174,17 @@ class RpcTelemetry:
         self._written: dict[tuple[str, int, str], bytes] = {}
 
     def start(self, method: str, context: Any) -> Call:
-        return Call(method, time.monotonic(), time.time_ns(), context)
+        call = Call(method, time.monotonic(), time.time_ns(), context, self.want)
+        if self.telemetry.tracing:
+            # Sampled as the span starts, as a tracer does: a span sampled out asks the worker
+            # for nothing, and the sampler sees the attributes known at the start.
+            call.sampled = self.telemetry.sample(
+                _SPAN_NAMES.get(method) or f"{SERVICE}/{method}", SpanKind.SERVER,
+                _parent(context), {"rpc.system": "grpc", "rpc.service": SERVICE,
+                                   "rpc.method": method})
+            if call.sampled is not None and self.wire:
+                call.want |= WANT_SPAN
+        return call
 
     def finish(self, call: Call, code: int, message: str, reply: Reply | None,
                payload: bytes) -> None:
@@ -173,7 +196,7 @@ class RpcTelemetry:
             self.duration.record(elapsed, call.method, result)
         self._decision_metrics(facts)
         trace_id = ""
-        if self.telemetry.tracing:
+        if call.sampled is not None:
             trace_id = self._span(call, code, message, facts, reply.span if reply else b"")
         if code != OK:
             log.info("%s from %s: %s: %s", call.method, _peer(call.context)[0],
@@ -190,23 +213,20 @@ class RpcTelemetry:
               written: bytes) -> str:
         """The RPC's span, made once its outcome is known: one set of attributes instead of
         several updates of a live span. Returns the trace id."""
-        carrier = {k: v for k, v in call.context.invocation_metadata() or ()
-                   if isinstance(v, str)}
-        # Extracting costs ~15 µs even with nothing to find; most callers send no trace context.
-        parent = propagate.extract(carrier) if carrier.keys() & _TRACE_FIELDS else _ROOT
+        assert call.sampled is not None
         attributes = {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": call.method,
                       "rpc.grpc.status_code": code}
         status = None
         if code != OK:
             status = Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}")
-        name = f"{SERVICE}/{call.method}"
+        name = _SPAN_NAMES.get(call.method) or f"{SERVICE}/{call.method}"
         if self.telemetry.writes_wire:
             # Every attribute as OTLP bytes: the RPC's and the peer's from caches here, the
             # decision's as the worker wrote them (dispatch.WANT_SPAN).
             fields = self._fields(attributes, call.context.peer() or "") + written
-            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, parent, attributes,
+            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, None, attributes,
                                                   call.started_ns, time.time_ns(), status,
-                                                  written=fields)
+                                                  written=fields, sampled=call.sampled)
         else:
             def more() -> dict[str, Any]:
                 # Only for a sampled span: under a ratio sampler most never build these.
@@ -217,8 +237,9 @@ class RpcTelemetry:
                            if v != "" and isinstance(v, str | int | bool))
                 return out
 
-            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, parent, attributes,
-                                                  call.started_ns, time.time_ns(), status, more)
+            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, None, attributes,
+                                                  call.started_ns, time.time_ns(), status, more,
+                                                  sampled=call.sampled)
         return format(trace_id, "032x") if trace_id is not None else ""
 
     def _fields(self, attributes: dict[str, Any], peer: str) -> bytes:

@@ -141,22 +141,23 @@ class DeciderService:
     async def answer(self, method: str, payload: bytes,
                      context: grpc.aio.ServicerContext) -> bytes:
         call = self.observe.start(method, context)
-        code, message, reply = await self._decide(method, payload, context)
+        code, message, reply = await self._decide(method, payload, context, call.want)
         self.observe.finish(call, code, message, reply, payload)
         if code != OK:
             await context.abort(_STATUS.get(code, grpc.StatusCode.INTERNAL), message)
         assert reply is not None
         return reply.body
 
-    async def _decide(self, method: str, payload: bytes, context: grpc.aio.ServicerContext
-                      ) -> tuple[int, str, Reply | None]:
-        """(status code, message, the worker's reply if there was one)."""
+    async def _decide(self, method: str, payload: bytes, context: grpc.aio.ServicerContext,
+                      want: int) -> tuple[int, str, Reply | None]:
+        """(status code, message, the worker's reply if there was one). want: what to ask
+        the worker for beside the answer (dispatch.WANT_*)."""
         cap = self.config.max_decision_seconds
         remaining = context.time_remaining()
         client_bound = remaining is not None and remaining < cap
         budget = remaining if client_bound else cap
         try:
-            reply = await self.pool.run(method, payload, max(budget, 0.0), self.observe.want)
+            reply = await self.pool.run(method, payload, max(budget, 0.0), want)
         except Overrun as exc:
             return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
         except (WorkerLost, Busy) as exc:

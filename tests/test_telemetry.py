@@ -227,6 +227,35 @@ def test_health_and_every_rpc_with_otlp_on_and_the_collector_down() -> None:
     assert stop_on < stop_off + 1.5, (stop_on, stop_off)
 
 
+def test_spans_are_sampled_as_they_start_and_follow_the_callers_flag() -> None:
+    """parentbased_always_off: only the RPC whose caller sampled its trace has a span, a child
+    of the caller's, carrying the decision's attributes (the worker writes those only for a
+    span sampled in)."""
+    trace_id, parent_id = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    with GrpcReceiver() as rx:
+        proc, target, _ = _serve({"OTEL_TRACES_EXPORTER": "otlp",
+                                  "OTEL_TRACES_SAMPLER": "parentbased_always_off",
+                                  "OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint,
+                                  "OTEL_BSP_SCHEDULE_DELAY": "100"})
+        try:
+            with grpc.insecure_channel(target) as channel:
+                stub = pb_grpc.DeciderStub(channel)
+                stub.Decide(_example(), timeout=10)
+                stub.Decide(_example(), timeout=10, metadata=[
+                    ("traceparent", f"00-{'1' * 32}-{parent_id}-00")])
+                stub.Decide(_example(), timeout=10, metadata=[
+                    ("traceparent", f"00-{trace_id}-{parent_id}-01")])
+            got = rx.received
+            assert got.wait(lambda: got.spans())
+            time.sleep(0.5)  # a span wrongly kept would have arrived by now
+        finally:
+            _stop(proc)
+    [(_, span)] = got.spans()
+    assert span.trace_id.hex() == trace_id and span.parent_span_id.hex() == parent_id
+    attrs = {kv.key for kv in span.attributes}
+    assert {"rpc.method", "k8s.namespace.name", "decider.decision_id"} <= attrs
+
+
 @pytest.mark.parametrize("protocol,receiver", [("grpc", GrpcReceiver),
                                                ("http/protobuf", HttpReceiver)])
 def test_spans_and_metrics_arrive_at_a_real_otlp_receiver(protocol: str, receiver: type) -> None:

@@ -119,6 +119,7 @@ class SpanWriter:
 
     def __init__(self, resource: Any, scope: Any) -> None:
         self.attributes = AttributeWriter()
+        self._names: dict[str, bytes] = {}
         resource_msg = PbResource()
         for key, value in (resource.attributes or {}).items():
             resource_msg.attributes.add().MergeFromString(_attribute(key, value))
@@ -132,6 +133,15 @@ class SpanWriter:
         self._scope = _len_field(1, scope_msg.SerializeToString())
         self._scope_schema = _string_field(3, scope.schema_url or "")
 
+    def _name(self, name: str) -> bytes:
+        """The `name` field (5); span names are few (one per method)."""
+        hit = self._names.get(name)
+        if hit is None:
+            hit = _string_field(5, name)
+            if len(self._names) < 256:
+                self._names[name] = hit
+        return hit
+
     def span(self, *, trace_id: int, span_id: int, parent: SpanContext | None, name: str,
              kind: int, start_ns: int, end_ns: int, attributes: bytes,
              status_code: str = "UNSET", status_message: str = "",
@@ -144,12 +154,15 @@ class SpanWriter:
             parts.append(_string_field(3, trace_state))
         if parent is not None:
             parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-        parts += (_string_field(5, name), b"\x30", _varint(kind + 1),  # OTLP kinds count from 1
+        parts += (self._name(name), b"\x30", _varint(kind + 1),  # OTLP kinds count from 1
                   b"\x39", _FIXED64.pack(start_ns), b"\x41", _FIXED64.pack(end_ns))
         parts.append(attributes)
         code = _STATUS_CODES[status_code]
-        status = _string_field(2, status_message) + (b"\x18" + _varint(code) if code else b"")
-        parts.append(_len_field(15, status))
+        if code or status_message:
+            status = _string_field(2, status_message) + (b"\x18" + _varint(code) if code else b"")
+            parts.append(_len_field(15, status))
+        else:
+            parts.append(b"\x7a\x00")  # an empty status (UNSET), present as the SDK writes it
         # flags (16): fixed32.
         flags = _HAS_IS_REMOTE | (_IS_REMOTE if parent is not None and parent.is_remote else 0)
         parts += (b"\x85\x01", flags.to_bytes(4, "little"))

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
@@ -137,6 +137,15 @@ def _quiet_exporter_logs() -> None:
             logger.addFilter(flt)
 
 
+class Sampled(NamedTuple):
+    """A span's trace, decided as it starts: its trace id, its parent (None for a root) and
+    the trace state it carries."""
+
+    trace_id: int
+    parent: Any
+    trace_state: Any
+
+
 @dataclass
 class Telemetry:
     tracer: trace.Tracer
@@ -180,11 +189,37 @@ class Telemetry:
             return own
         return SdkHistogram(spec.create(self.meter), tuple(keys))
 
+    def sample(self, name: str, kind: trace.SpanKind, parent: Any,
+               attributes: Mapping[str, Any]) -> Sampled | None:
+        """The sampling decision for a span starting now (the sampler sees `attributes`):
+        its trace, or None when it is not sampled (or tracing is off). parent: a Context, or
+        None for a root span."""
+        provider = self._provider
+        if provider is None:
+            return None
+        parent_ctx: Any = None
+        if parent is not None:  # None: a root span, whatever the current context
+            parent_ctx = trace.get_current_span(parent).get_span_context()
+            if not parent_ctx.is_valid:
+                parent_ctx = None
+        trace_id = parent_ctx.trace_id if parent_ctx is not None else \
+            provider.id_generator.generate_trace_id()
+        if self._quick_sample is not None:
+            if not self._quick_sample(parent_ctx, trace_id):
+                return None
+            return Sampled(trace_id, parent_ctx,
+                           parent_ctx.trace_state if parent_ctx is not None else None)
+        sampled = provider.sampler.should_sample(parent, trace_id, name, kind, attributes)
+        if not sampled.decision.is_sampled():
+            return None
+        return Sampled(trace_id, parent_ctx, sampled.trace_state)
+
     def record_span(self, name: str, kind: trace.SpanKind, parent: Any,
                     attributes: Mapping[str, Any], start_ns: int, end_ns: int,
                     status: Any = None,
                     more: Callable[[], Mapping[str, Any]] | None = None,
-                    written: bytes | None = None) -> int | None:
+                    written: bytes | None = None,
+                    sampled: Sampled | None = None) -> int | None:
         """A finished span, made in one step: for a span whose every attribute is known when
         it ends (a decider RPC). It keeps the provider's sampler, ids, resource and processors,
         and skips what a live SDK span costs per attribute and per update. Where every
@@ -192,27 +227,17 @@ class Telemetry:
         (span_wire.py) rather than built as an SDK object and encoded later. Returns its trace
         id, or None when it is not sampled.
 
-        The sampler sees `attributes`; `more` is called only for a sampled span, so a span
-        that is sampled out costs no more than its sampling decision. `written`, only where
-        `writes_wire`: every attribute already written (write_attributes); then `attributes`
-        only inform the sampler and `more` is not called."""
+        The sampler sees `attributes`, unless the span was sampled as it started (`sampled`,
+        from `sample`); `more` is called only for a sampled span, so a span that is sampled
+        out costs no more than its sampling decision. `written`, only where `writes_wire`:
+        every attribute already written (write_attributes); then `attributes` only inform the
+        sampler and `more` is not called."""
+        if sampled is None:
+            sampled = self.sample(name, kind, parent, attributes)
+            if sampled is None:
+                return None
         provider = self._provider
-        if provider is None:
-            return None
-        parent_ctx: Any = trace.get_current_span(parent).get_span_context()
-        if not parent_ctx.is_valid:
-            parent_ctx = None
-        trace_id = parent_ctx.trace_id if parent_ctx is not None else \
-            provider.id_generator.generate_trace_id()
-        if self._quick_sample is not None:
-            if not self._quick_sample(parent_ctx, trace_id):
-                return None
-            trace_state = parent_ctx.trace_state if parent_ctx is not None else None
-        else:
-            sampled = provider.sampler.should_sample(parent, trace_id, name, kind, attributes)
-            if not sampled.decision.is_sampled():
-                return None
-            trace_state = sampled.trace_state
+        trace_id, parent_ctx, trace_state = sampled
         span_id = provider.id_generator.generate_span_id()
         span: Any
         if self._writer is not None:
