@@ -169,8 +169,21 @@ def _span_attributes(facts: dict[str, Any]) -> bytes:
 def _extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
            response: Message | None, status: tuple[int, str] | None
            ) -> tuple[bytes, bytes, bytes]:
+    """What telemetry and the decision log asked for beside the answer; never an exception:
+    a bug here must cost the span or the log line, not the decision."""
     if not want:
         return b"", b"", b""
+    try:
+        return _written_extra(want, method, facts, request, response, status)
+    except Exception as exc:  # noqa: BLE001 - logged with its traceback, the answer stands
+        log.error("%s: telemetry facts failed (%s: %s); answered without them\n%s", method,
+                  type(exc).__name__, exc, traceback.format_exc())
+        return b"", b"", b""
+
+
+def _written_extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
+                   response: Message | None, status: tuple[int, str] | None
+                   ) -> tuple[bytes, bytes, bytes]:
     if request is not None and DECISION_ID not in facts:
         facts = {**facts, DECISION_ID: convert.decision_id(method, request)}
     record: dict[str, Any] = {}

@@ -237,3 +237,41 @@ def test_the_batch_processor_exports_on_its_timer_and_reads_bad_settings_as_defa
     _until(lambda: exporter.batches)
     assert exporter.batches == [[span]]
     processor.shutdown()
+
+
+def test_a_lone_surrogate_is_replaced_not_fatal() -> None:
+    written = AttributeWriter().fields({"jobset.name": "a\udc80b", "k\ud800": "v"})
+    span = SpanWriter(RESOURCE, SCOPE).span(trace_id=1, span_id=2, parent=None, name="n\udc80",
+                                           kind=1, start_ns=1, end_ns=2, attributes=written,
+                                           status_code="ERROR", status_message="x\udc80")
+    [rs] = ExportTraceServiceRequest.FromString(export_request([span])).resource_spans
+    [got] = rs.scope_spans[0].spans
+    assert got.name == "n?" and got.status.message == "x?"
+    assert {kv.key: kv.value.string_value for kv in got.attributes} == {"jobset.name": "a?b",
+                                                                       "k?": "v"}
+
+
+def test_a_failure_writing_telemetry_costs_the_facts_not_the_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from decider import dispatch
+    from decider.limits import Limits
+    from decider.v1 import decider_pb2 as pb
+    from decider_client import observe
+    from support.builders import NOW
+
+    payload = observe.build_decide_request(
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+         "metadata": {"name": "t", "namespace": "default", "uid": "u"},
+         "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+             "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}]}},
+        [], NOW).SerializeToString()
+    want = dispatch.WANT_FACTS | dispatch.WANT_SPAN
+    assert dispatch.answer("Decide", payload, Limits(), want).span
+
+    def broken(facts: dict) -> bytes:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(dispatch, "_span_attributes", broken)
+    reply = dispatch.answer("Decide", payload, Limits(), want)
+    assert reply.code == dispatch.OK and pb.DecideResponse.FromString(reply.body).actions
+    assert (reply.facts, reply.span) == (b"", b"")

@@ -53,8 +53,17 @@ def _len_field(number: int, data: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(data)) + data
 
 
+def _utf8(text: str) -> bytes:
+    """OTLP strings are UTF-8; a lone surrogate (Python strings may hold one) is replaced
+    rather than failing the span, or the worker writing it."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
 def _string_field(number: int, text: str) -> bytes:
-    return _len_field(number, text.encode("utf-8")) if text else b""
+    return _len_field(number, _utf8(text)) if text else b""
 
 
 def _any_value(v: Any) -> bytes | None:
@@ -70,7 +79,7 @@ def _any_value(v: Any) -> bytes | None:
     if isinstance(v, float):
         return b"\x21" + _DOUBLE.pack(v)
     if isinstance(v, str):
-        return _len_field(1, v.encode("utf-8"))
+        return _len_field(1, _utf8(v))
     return None
 
 
