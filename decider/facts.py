@@ -58,3 +58,15 @@ def decision_facts(decision: Decision, decision_id: str) -> dict[str, Any]:
         facts[FAILURE_RULE] = failure.rule
         facts[FAILURE_ACTION] = failure.action
     return facts
+
+
+def metric_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts the server's counters read (decider/rpc_telemetry.py): action counts,
+    restarts, the failure rule, terminal states. Unlike the whole facts (a decision id, a uid)
+    they repeat from decision to decision, so the server can cache what they count."""
+    return {k: v for k, v in facts.items() if k in _METRIC_KEYS
+            or (k.startswith(ACTION_COUNT) and k != ACTIONS_TOTAL)}
+
+
+_METRIC_KEYS = frozenset((RESTARTS_BEFORE, RESTARTS_AFTER, FAILURE_ACTION, FAILURE_RULE,
+                          TERMINAL_BEFORE, TERMINAL_STATE))

@@ -30,6 +30,7 @@ from decider.dispatch import (
     OK,
     STATUS_NAMES,
     WANT_FACTS,
+    WANT_METRICS,
     WANT_RECORD,
     WANT_SPAN,
     Reply,
@@ -142,10 +143,16 @@ class RpcTelemetry:
         # id) and spans the SDK builds; as span attributes already written where spans are
         # written as OTLP bytes (span_wire.py), so the server adds them without reading them.
         # WANT_SPAN is asked per RPC, only for a span sampled in (start).
+        # Whole facts for the decision log, a debug line per RPC and spans the SDK builds; for
+        # the counters alone, only theirs (WANT_METRICS), which _count caches by their bytes.
         self.wire = telemetry.tracing and telemetry.writes_wire
-        self.want = (WANT_FACTS if telemetry.metering or decision_log is not None
-                     or (telemetry.tracing and not self.wire) else 0) | (
+        self.whole_facts = decision_log is not None or log.isEnabledFor(logging.DEBUG) or (
+            telemetry.tracing and not self.wire)
+        self.want = (WANT_FACTS if self.whole_facts else 0) | (
+            WANT_METRICS if telemetry.metering else 0) | (
             WANT_RECORD if decision_log is not None else 0)
+        # The counters' facts, as the worker wrote them -> the increments they make.
+        self._counted: dict[bytes, tuple[tuple[_Tally, int, tuple[str, ...]], ...]] = {}
         self.decisions = _Tally(("rpc.method", "outcome"))
         self.actions = _Tally(("action.type",))
         self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
@@ -189,12 +196,17 @@ class RpcTelemetry:
     def finish(self, call: Call, code: int, message: str, reply: Reply | None,
                payload: bytes) -> None:
         elapsed = time.monotonic() - call.started
-        facts: dict[str, Any] = orjson.loads(reply.facts) if reply and reply.facts else {}
+        facts: dict[str, Any] = {}
+        if reply is not None and reply.facts:
+            if self.whole_facts:
+                facts = orjson.loads(reply.facts)
+                self._add(self._increments(facts))
+            else:
+                self._count(reply.facts)
         result = outcome(code)
         self.decisions.add(1, call.method, result)
         if self.telemetry.metering:
             self.duration.record(elapsed, call.method, result)
-        self._decision_metrics(facts)
         trace_id = ""
         if call.sampled is not None:
             trace_id = self._span(call, code, message, facts, reply.span if reply else b"")
@@ -254,18 +266,34 @@ class RpcTelemetry:
             self._written[key] = hit
         return hit
 
-    def _decision_metrics(self, facts: dict[str, Any]) -> None:
-        if not facts:
-            return
+    def _count(self, written: bytes) -> None:
+        increments = self._counted.get(written)
+        if increments is None:
+            increments = self._increments(orjson.loads(written))
+            if len(self._counted) >= 1024:
+                self._counted.clear()
+            self._counted[written] = increments
+        self._add(increments)
+
+    @staticmethod
+    def _add(increments: tuple[tuple[_Tally, int, tuple[str, ...]], ...]) -> None:
+        for tally, amount, values in increments:
+            tally.add(amount, *values)
+
+    def _increments(self, facts: dict[str, Any]) -> tuple[tuple[_Tally, int, tuple[str, ...]],
+                                                          ...]:
+        """What a decision's facts add to the counters."""
+        out: list[tuple[_Tally, int, tuple[str, ...]]] = []
         for key, count in facts.items():
             if key.startswith(f.ACTION_COUNT) and key != f.ACTIONS_TOTAL:
-                self.actions.add(count, key[len(f.ACTION_COUNT):])
+                out.append((self.actions, count, (key[len(f.ACTION_COUNT):],)))
         added = facts.get(f.RESTARTS_AFTER, 0) - facts.get(f.RESTARTS_BEFORE, 0)
         if added > 0:
-            self.restarts.add(added, facts.get(f.FAILURE_ACTION, ""),
-                              facts.get(f.FAILURE_RULE, ""))
+            out.append((self.restarts, added, (facts.get(f.FAILURE_ACTION, ""),
+                                               facts.get(f.FAILURE_RULE, ""))))
         if facts.get(f.TERMINAL_STATE) and not facts.get(f.TERMINAL_BEFORE):
-            self.finished.add(1, facts[f.TERMINAL_STATE])
+            out.append((self.finished, 1, (facts[f.TERMINAL_STATE],)))
+        return tuple(out)
 
     def _log_line(self, call: Call, code: int, facts: dict[str, Any], reply: Reply | None,
                   payload: bytes, elapsed: float, trace_id: str) -> None:

@@ -134,11 +134,24 @@ def test_a_failed_jobset_span_has_its_terminal_state(observed) -> None:
     assert attrs["decider.failure_policy.action"] == "FailJobSet"
 
 
-def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(observed) -> None:
-    stub, _, reader = observed
+@pytest.fixture(scope="module")
+def metered() -> Iterator[tuple[pb_grpc.DeciderStub, None, MemoryMetricReader]]:
+    """Metrics alone: the worker sends only the counters' facts, and the server counts them
+    from a cache keyed by their bytes (rpc_telemetry._count)."""
+    reader = MemoryMetricReader()
+    tel = telemetry.setup("jobset-decider", env={}, metric_readers=[reader])
+    with BackgroundServer(telemetry=tel) as srv, grpc.insecure_channel(srv.target) as channel:
+        yield pb_grpc.DeciderStub(channel), None, reader
+
+
+@pytest.mark.parametrize("server", ["observed", "metered"])
+def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(
+        server: str, request: pytest.FixtureRequest) -> None:
+    stub, _, reader = request.getfixturevalue(server)
     before = _points(reader)
     stub.Decide(_example(), timeout=10)
-    stub.Decide(_failing("RestartJobSet"), timeout=10)
+    for _ in range(2):  # the second from the server's cache, where it has one
+        stub.Decide(_failing("RestartJobSet"), timeout=10)
     stub.Decide(_failing("FailJobSet"), timeout=10)
     bad = _example()
     bad.jobset_json = "{"
@@ -150,12 +163,12 @@ def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(observed)
     def delta(name: str, **attrs: str) -> float:
         return _sum(after.get(name, []), **attrs) - _sum(before.get(name, []), **attrs)
 
-    assert delta("decider.decisions", **{"rpc.method": "Decide", "outcome": "ok"}) == 3
+    assert delta("decider.decisions", **{"rpc.method": "Decide", "outcome": "ok"}) == 4
     assert delta("decider.decisions", **{"rpc.method": "Decide", "outcome": "invalid"}) == 1
     assert delta("decider.decisions", **{"rpc.method": "Validate", "outcome": "ok"}) == 1
     assert delta("decider.actions", **{"action.type": "CreateJob"}) == 4
     assert delta("decider.restarts", **{"failure_policy.rule": "oom",
-                                        "failure_policy.action": "RestartJobSet"}) == 1
+                                        "failure_policy.action": "RestartJobSet"}) == 2
     assert delta("decider.jobsets.finished", terminal_state="Failed") == 1
     durations = [p for a, p in after["decider.decision.duration"]
                  if a.get("rpc.method") == "Decide"]
