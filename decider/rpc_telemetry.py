@@ -133,18 +133,15 @@ class _Tally:
                 for values, n in list(self.counts.items())]
 
 
-
 class RpcTelemetry:
     def __init__(self, telemetry: Telemetry, pool: WorkerPool,
                  decision_log: DecisionLog | None = None) -> None:
         self.telemetry = telemetry
         self.decision_log = decision_log
-        # Facts as JSON for metrics, the decision log (it names the JobSet and the decision
-        # id) and spans the SDK builds; as span attributes already written where spans are
-        # written as OTLP bytes (span_wire.py), so the server adds them without reading them.
-        # WANT_SPAN is asked per RPC, only for a span sampled in (start).
-        # Whole facts for the decision log, a debug line per RPC and spans the SDK builds; for
-        # the counters alone, only theirs (WANT_METRICS), which _count caches by their bytes.
+        # Whole facts (JSON) for the decision log, a debug line per RPC and spans the SDK
+        # builds; for the counters alone, only theirs (WANT_METRICS), which _count caches by
+        # their bytes. Spans written as OTLP bytes (span_wire.py) take the facts as attributes
+        # the worker wrote (WANT_SPAN), asked per RPC and only for a span sampled in (start).
         self.wire = telemetry.tracing and telemetry.writes_wire
         self.whole_facts = decision_log is not None or log.isEnabledFor(logging.DEBUG) or (
             telemetry.tracing and not self.wire)
