@@ -145,8 +145,9 @@ def answer_message(method: str, request: Any, limits: Limits) -> Message:
     return answer_with_facts(method, request, limits)[0]
 
 
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+def _dumps(value: Any, sort_keys: bool = False) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                      sort_keys=sort_keys).encode()
 
 
 def _facts_json(facts: dict[str, Any], sort: bool = False) -> bytes:
@@ -154,21 +155,22 @@ def _facts_json(facts: dict[str, Any], sort: bool = False) -> bytes:
         # Strings and integers: ten times json's speed.
         return orjson.dumps(facts, option=orjson.OPT_SORT_KEYS if sort else None)
     except orjson.JSONEncodeError:  # an integer past 64 bits, say
-        return json.dumps(facts, separators=(",", ":"), ensure_ascii=False,
-                          sort_keys=sort).encode()
+        return _dumps(facts, sort_keys=sort)
 
 
 _SPAN_ATTRIBUTES: Any = None
 
 
 def _span_attributes(facts: dict[str, Any]) -> bytes:
-    """The facts as span attributes; empty ones say nothing (no terminal state, no rule)."""
+    """The facts as span attributes, written as OTLP."""
     global _SPAN_ATTRIBUTES
+    from decider.facts import span_attributes
+
     if _SPAN_ATTRIBUTES is None:
         from decider_client.span_wire import AttributeWriter
 
         _SPAN_ATTRIBUTES = AttributeWriter()
-    return _SPAN_ATTRIBUTES.fields(facts, skip_empty=True)
+    return _SPAN_ATTRIBUTES.fields(span_attributes(facts))
 
 
 def _extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
@@ -237,7 +239,7 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
     try:
         response, facts = answer_with_facts(method, request, limits,
                                             facts=bool(want & (WANT_FACTS | WANT_SPAN
-                                                                       | WANT_METRICS)),
+                                                               | WANT_METRICS)),
                                             received=payload)
         body = response.SerializeToString()
     except (InvalidInput, TooLarge, MemoryError) as exc:

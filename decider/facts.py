@@ -60,6 +60,12 @@ def decision_facts(decision: Decision, decision_id: str) -> dict[str, Any]:
     return facts
 
 
+def span_attributes(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts a span carries: an empty string says nothing (no terminal state, no rule) and
+    costs every span, so it is left out, as is anything not a string, integer or boolean."""
+    return {k: v for k, v in facts.items() if v != "" and isinstance(v, str | int | bool)}
+
+
 def metric_facts(facts: dict[str, Any]) -> dict[str, Any]:
     """The facts the server's counters read (decider/rpc_telemetry.py): action counts,
     restarts, the failure rule, terminal states. Unlike the whole facts (a decision id, a uid)

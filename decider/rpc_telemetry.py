@@ -47,6 +47,10 @@ SERVICE = "decider.v1.Decider"
 _TRACE_FIELDS = frozenset(propagate.get_global_textmap().fields)
 _SPAN_NAMES = {method: f"{SERVICE}/{method}" for method in METHODS}
 
+
+def _span_name(method: str) -> str:
+    return _SPAN_NAMES.get(method) or f"{SERVICE}/{method}"
+
 # Every metric the decider exports (README "Observability"; the dashboard queries only these).
 METRICS = (
     MetricSpec("decider.decisions", "observable_counter", "{decision}",
@@ -183,9 +187,8 @@ class RpcTelemetry:
             # Sampled as the span starts, as a tracer does: a span sampled out asks the worker
             # for nothing, and the sampler sees the attributes known at the start.
             call.sampled = self.telemetry.sample(
-                _SPAN_NAMES.get(method) or f"{SERVICE}/{method}", SpanKind.SERVER,
-                _parent(context), {"rpc.system": "grpc", "rpc.service": SERVICE,
-                                   "rpc.method": method})
+                _span_name(method), SpanKind.SERVER, _parent(context),
+                {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": method})
             if call.sampled is not None and self.wire:
                 call.want |= WANT_SPAN
         return call
@@ -228,28 +231,23 @@ class RpcTelemetry:
         status = None
         if code != OK:
             status = Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}")
-        name = _SPAN_NAMES.get(call.method) or f"{SERVICE}/{call.method}"
+        name = _span_name(call.method)
         if self.telemetry.writes_wire:
             # Every attribute as OTLP bytes: the RPC's and the peer's from caches here, the
             # decision's as the worker wrote them (dispatch.WANT_SPAN).
             fields = self._fields(attributes, call.context.peer() or "") + written
-            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, None, attributes,
-                                                  call.started_ns, time.time_ns(), status,
-                                                  written=fields, sampled=call.sampled)
+            trace_id = self.telemetry.record_span(call.sampled, name, SpanKind.SERVER,
+                                                  attributes, call.started_ns, time.time_ns(),
+                                                  status, written=fields)
         else:
             def more() -> dict[str, Any]:
-                # Only for a sampled span: under a ratio sampler most never build these.
-                out = _peer_attributes(call.context.peer() or "")
-                # Empty facts say nothing (no terminal state, no rule): left out, they cost
-                # nothing.
-                out.update((k, v) for k, v in facts.items()
-                           if v != "" and isinstance(v, str | int | bool))
-                return out
+                return {**_peer_attributes(call.context.peer() or ""),
+                        **f.span_attributes(facts)}
 
-            trace_id = self.telemetry.record_span(name, SpanKind.SERVER, None, attributes,
-                                                  call.started_ns, time.time_ns(), status, more,
-                                                  sampled=call.sampled)
-        return format(trace_id, "032x") if trace_id is not None else ""
+            trace_id = self.telemetry.record_span(call.sampled, name, SpanKind.SERVER,
+                                                  attributes, call.started_ns, time.time_ns(),
+                                                  status, more)
+        return format(trace_id, "032x")
 
     def _fields(self, attributes: dict[str, Any], peer: str) -> bytes:
         """The RPC's and the peer's span attributes, written: both repeat from RPC to RPC (a

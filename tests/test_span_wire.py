@@ -24,6 +24,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
+from decider.facts import span_attributes
 from decider_client import telemetry
 from decider_client.sampling import quick_sampler
 from decider_client.span_batch import WireBatchProcessor
@@ -88,7 +89,7 @@ def test_attributes_written_apart_concatenate() -> None:
     wire = writer.span(trace_id=0xABC, span_id=0xDEF, parent=None,
                        name="decider.v1.Decider/Decide", kind=SpanKind.SERVER.value,
                        start_ns=1_700_000_000_000_000_001, end_ns=1_700_000_000_000_900_000,
-                       attributes=server.fields(rpc) + worker.fields(decision, skip_empty=True))
+                       attributes=server.fields(rpc) + worker.fields(span_attributes(decision)))
     assert ExportTraceServiceRequest.FromString(export_request([wire])) == \
         encode_spans([readable])
 

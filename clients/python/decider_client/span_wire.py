@@ -113,13 +113,8 @@ class AttributeWriter:
             self._pairs[cache_key] = hit
         return hit
 
-    def fields(self, attributes: Mapping[str, Any], *, skip_empty: bool = False) -> bytes:
-        """skip_empty: leave out empty strings (they say nothing: no terminal state, no rule)
-        and values that are not a string, an integer or a boolean."""
+    def fields(self, attributes: Mapping[str, Any]) -> bytes:
         field = self.field
-        if skip_empty:
-            return b"".join([field(k, v) for k, v in attributes.items()
-                             if v != "" and isinstance(v, str | int | bool)])
         return b"".join([field(k, v) for k, v in attributes.items()])
 
 

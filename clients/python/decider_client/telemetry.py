@@ -214,28 +214,21 @@ class Telemetry:
             return None
         return Sampled(trace_id, parent_ctx, sampled.trace_state)
 
-    def record_span(self, name: str, kind: trace.SpanKind, parent: Any,
+    def record_span(self, sampled: Sampled, name: str, kind: trace.SpanKind,
                     attributes: Mapping[str, Any], start_ns: int, end_ns: int,
                     status: Any = None,
                     more: Callable[[], Mapping[str, Any]] | None = None,
-                    written: bytes | None = None,
-                    sampled: Sampled | None = None) -> int | None:
-        """A finished span, made in one step: for a span whose every attribute is known when
-        it ends (a decider RPC). It keeps the provider's sampler, ids, resource and processors,
-        and skips what a live SDK span costs per attribute and per update. Where every
-        exporter is an OTLP one (`writes_wire`), the span is written as OTLP bytes at once
-        (span_wire.py) rather than built as an SDK object and encoded later. Returns its trace
-        id, or None when it is not sampled.
+                    written: bytes | None = None) -> int:
+        """A finished span of a trace `sample` chose as it started, made in one step: for a
+        span whose every attribute is known when it ends (a decider RPC). It keeps the
+        provider's ids, resource and processors, and skips what a live SDK span costs per
+        attribute and per update. Where every exporter is an OTLP one (`writes_wire`), the
+        span is written as OTLP bytes at once (span_wire.py) rather than built as an SDK object
+        and encoded later. Returns its trace id.
 
-        The sampler sees `attributes`, unless the span was sampled as it started (`sampled`,
-        from `sample`); `more` is called only for a sampled span, so a span that is sampled
-        out costs no more than its sampling decision. `written`, only where `writes_wire`:
-        every attribute already written (write_attributes); then `attributes` only inform the
-        sampler and `more` is not called."""
-        if sampled is None:
-            sampled = self.sample(name, kind, parent, attributes)
-            if sampled is None:
-                return None
+        `more`: attributes worth building only for a span sampled in. `written`, only where
+        `writes_wire`: every attribute already written (write_attributes), in place of
+        `attributes` and `more`."""
         provider = self._provider
         trace_id, parent_ctx, trace_state = sampled
         span_id = provider.id_generator.generate_span_id()
