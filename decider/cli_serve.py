@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 from typing import Any
 
 from decider.cli_common import EXIT_UNAVAILABLE, UsageError, fail, parse_gates
@@ -19,6 +20,13 @@ def _read_pem(path: str, flag: str) -> bytes:
         return read_pem(path)
     except ValueError as exc:
         raise UsageError(f"{flag}: {path}: {exc}") from None
+
+
+def _finite(flag: str, value: float) -> None:
+    # argparse's float() takes "nan" and "inf": a nan deadline never compares as passed, and an
+    # infinite drain never ends.
+    if not math.isfinite(value):
+        raise UsageError(f"{flag}: must be a finite number, got {value}")
 
 
 def server_config(args: argparse.Namespace) -> Any:
@@ -44,14 +52,19 @@ def server_config(args: argparse.Namespace) -> Any:
                 "--max-json-depth": args.max_json_depth, "--max-pending": args.max_pending,
                 "--max-decision-seconds": args.max_decision_seconds}
     for flag, value in positive.items():
+        _finite(flag, value)
         if value <= 0:
             raise UsageError(f"{flag}: must be greater than 0, got {value}")
     for flag, value in {"--workers": args.workers, "--grace": args.grace,
                         "--drain-delay": args.drain_delay,
                         "--max-connection-age": args.max_connection_age,
-                        "--max-worker-memory-mb": args.max_worker_memory_mb}.items():
+                        "--max-worker-memory-mb": args.max_worker_memory_mb,
+                        "--kill-grace": args.kill_grace}.items():
+        _finite(flag, value)
         if value < 0:
             raise UsageError(f"{flag}: must not be negative, got {value}")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port: {args.port} is not a port (0..65535; 0: any free port)")
     webhook = webhook_config(args) if args.webhook_port is not None else None
     limits = Limits(max_message_bytes=args.max_message_bytes,
                     max_object_bytes=args.max_object_bytes,
@@ -60,7 +73,7 @@ def server_config(args: argparse.Namespace) -> Any:
                     max_string_bytes=args.max_string_bytes, max_json_depth=args.max_json_depth)
     return ServerConfig(address=f"{args.host}:{args.port}", limits=limits, workers=args.workers,
                         max_decision_seconds=args.max_decision_seconds,
-                        max_pending=args.max_pending,
+                        kill_grace=args.kill_grace, max_pending=args.max_pending,
                         max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
                         reflection=args.reflection, drain_delay=args.drain_delay,
                         grace=args.grace, decision_log=args.decision_log, webhook=webhook,
@@ -80,6 +93,7 @@ def webhook_config(args: argparse.Namespace) -> Any:
     if unknown:
         raise UsageError(f"--webhook-feature-gates: unknown feature gate {unknown[0]!r}; known "
                          "gates: " + ", ".join(sorted(GATE_DEFAULTS)))
+    _finite("--webhook-timeout", args.webhook_timeout)
     if args.webhook_max_body_bytes <= 0 or args.webhook_timeout <= 0:
         raise UsageError("--webhook-max-body-bytes and --webhook-timeout must be greater than 0")
     cert, key = args.webhook_cert_file, args.webhook_key_file
@@ -213,6 +227,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def serve_flags(serve: argparse.ArgumentParser) -> None:
     from decider.limits import DEFAULT as L
+    from decider.pool import DEFAULT_KILL_GRACE_SECONDS
     from decider.server import (
         DEFAULT_DRAIN_DELAY_SECONDS,
         DEFAULT_GRACE_SECONDS,
@@ -261,6 +276,10 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-decision-seconds", type=float, default=DEFAULT_MAX_DECISION_SECONDS,
                      help="work per request; longer is DEADLINE_EXCEEDED (default "
                           f"{DEFAULT_MAX_DECISION_SECONDS:g})")
+    lim.add_argument("--kill-grace", type=float, default=DEFAULT_KILL_GRACE_SECONDS,
+                     help="seconds a worker may finish a request whose client deadline passed "
+                          "or whose caller left (its answer dropped) before it is killed and "
+                          f"replaced (default {DEFAULT_KILL_GRACE_SECONDS:g}; 0: at once)")
     lim.add_argument("--max-message-bytes", type=int, default=L.max_message_bytes,
                      help=f"largest request or answer (default {L.max_message_bytes:,})")
     lim.add_argument("--max-object-bytes", type=int, default=L.max_object_bytes,

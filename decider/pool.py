@@ -3,9 +3,13 @@
 `run` hands a serialized request to an idle worker and awaits the serialized answer without
 blocking the event loop, so health and every other RPC keep being answered while decisions run
 on every core. A request is bounded in time: what is left of it when a worker frees up is what
-the worker gets; a worker still busy at the end is killed (nothing else can stop a computation)
-and a spare takes its place at once. A request whose caller goes away mid-decision ends the same
-way.
+the worker gets, and the caller is answered when it runs out. A worker that has run a request for
+the server's whole limit (`max_seconds`) is killed at once (nothing else can stop a computation)
+and a spare takes its place. One whose request ended sooner (the client's deadline passed, or the
+caller went away) may finish for `kill_grace` seconds more, its answer dropped, before it is
+killed: starting a worker costs ~0.4 s of CPU, so killing one for every short-deadline or
+cancelled call of a few milliseconds let one careless client take the machine (a client sending
+3 ms deadlines cut everyone else's Decides 10x).
 
 Each worker is reached through an asyncio Protocol and requests wait for a worker on plain
 futures: no task, stream or queue per request, because this path is most of what the server
@@ -18,6 +22,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import math
 import os
 import signal
 import socket
@@ -36,6 +41,10 @@ log = logging.getLogger("decider.pool")
 
 _REPLY = worker_main.REPLY_HEADER
 _REQUEST = worker_main.REQUEST_HEADER
+# About what a new worker costs to start (imports, ~0.4 s of CPU here): letting an unwanted
+# decision run this long more is never worse than twice the cheaper of killing it at once or
+# letting it finish (the ski-rental rule).
+DEFAULT_KILL_GRACE_SECONDS = 0.5
 # A worker that cannot start at all (a broken install) must not be respawned in a hot loop.
 _RESPAWN_BACKOFF = (0.5, 30.0)
 
@@ -175,7 +184,9 @@ class _Worker:
 
 class WorkerPool:
     def __init__(self, size: int, limits: Limits, *, max_memory_mb: int = 0,
-                 max_pending: int = 1024, start_timeout: float = 60.0) -> None:
+                 max_pending: int = 1024, start_timeout: float = 60.0,
+                 max_seconds: float = math.inf,
+                 kill_grace: float = DEFAULT_KILL_GRACE_SECONDS) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
@@ -183,6 +194,8 @@ class WorkerPool:
         self.max_memory_mb = max_memory_mb
         self.max_pending = max_pending
         self.start_timeout = start_timeout
+        self.max_seconds = max_seconds
+        self.kill_grace = kill_grace
         self._idle: collections.deque[_Worker] = collections.deque()
         self._pending: collections.deque[_Job] = collections.deque()
         self._all: set[_Worker] = set()
@@ -359,6 +372,7 @@ class WorkerPool:
         self._finish(job)
         if not job.future.done():
             job.future.set_result(reply)
+        # else: its caller was answered already (deadline) or left; the reply is dropped.
         self._next(w)
 
     def _on_lost(self, w: _Worker) -> None:
@@ -382,21 +396,40 @@ class WorkerPool:
             job.future.set_exception(WorkerLost(f"the decision worker {why}"))
 
     def _expire(self, job: _Job) -> None:
+        job.timer = None
         if job.future.done():
             return
         elapsed = asyncio.get_running_loop().time() - job.started
-        w = job.worker
-        self._finish(job)
-        job.future.set_exception(Overrun(elapsed, ran=w is not None))
-        if w is not None:
-            self._retire(w)
+        job.future.set_exception(Overrun(elapsed, ran=job.worker is not None))
+        if job.worker is not None:
+            self._wind_down(job)
 
     def _abandon(self, job: _Job) -> None:
-        """The caller went away: a decision for nobody must not go on using a core."""
-        w = job.worker
-        self._finish(job)
+        """The caller went away: its decision winds down like one whose deadline passed."""
         if not job.future.done():
             job.future.cancel()
+        if job.worker is None:
+            self._finish(job)
+        else:
+            self._wind_down(job)
+
+    def _wind_down(self, job: _Job) -> None:
+        """A request nobody waits for any more: its worker goes on to the next request if it
+        finishes within the grace, and is retired if not, or at once once the request has had
+        the server's whole limit."""
+        if job.timer is not None:
+            job.timer.cancel()
+            job.timer = None
+        loop = asyncio.get_running_loop()
+        kill_at = min(job.started + self.max_seconds, loop.time() + self.kill_grace)
+        if kill_at <= loop.time():
+            self._kill_late(job)
+        else:
+            job.timer = loop.call_at(kill_at, self._kill_late, job)
+
+    def _kill_late(self, job: _Job) -> None:
+        w = job.worker
+        self._finish(job)
         if w is not None:
             self._retire(w)
 

@@ -24,10 +24,11 @@ from grpc_health.v1 import _async as health_async
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from decider import ended_calls
 from decider.decision_log import DecisionLog
 from decider.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
 from decider.limits import Limits
-from decider.pool import Busy, Overrun, WorkerLost, WorkerPool
+from decider.pool import DEFAULT_KILL_GRACE_SECONDS, Busy, Overrun, WorkerLost, WorkerPool
 from decider.rpc_telemetry import RpcTelemetry
 from decider.v1 import decider_pb2 as pb
 from decider_client import telemetry as otel
@@ -89,6 +90,8 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     workers: int = 0  # 0: one per available core
     max_decision_seconds: float = DEFAULT_MAX_DECISION_SECONDS
+    # A request whose caller no longer waits may finish this long before its worker is killed.
+    kill_grace: float = DEFAULT_KILL_GRACE_SECONDS
     max_pending: int = DEFAULT_MAX_PENDING
     max_worker_memory_mb: int = 0
     tls: TLSFiles | None = None
@@ -144,7 +147,7 @@ class DeciderService:
         code, message, reply = await self._decide(method, payload, context, call.want)
         self.observe.finish(call, code, message, reply, payload)
         if code != OK:
-            await context.abort(_STATUS.get(code, grpc.StatusCode.INTERNAL), message)
+            await ended_calls.abort(context, _STATUS.get(code, grpc.StatusCode.INTERNAL), message)
         assert reply is not None
         return reply.body
 
@@ -168,7 +171,8 @@ class DeciderService:
     def _overrun_message(self, method: str, exc: Overrun, client_bound: bool) -> str:
         if client_bound:
             return (f"{method}: the client's deadline passed after {exc.seconds:.3f}s"
-                    + ("; the decision was stopped" if exc.ran else ", before a worker was free"))
+                    + ("; the decision's answer is dropped" if exc.ran
+                       else ", before a worker was free"))
         if not exc.ran:
             return (f"{method}: no decision worker became free within --max-decision-seconds="
                     f"{self.config.max_decision_seconds:g} ({self.pool.busy} busy)")
@@ -206,8 +210,10 @@ class Running:
 async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -> Running:
     """Bind, start the workers, then serve; returns once both take requests."""
     telemetry = telemetry or otel.disabled()
+    ended_calls.quiet_ended_calls()
     pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
-                      max_pending=config.max_pending)
+                      max_pending=config.max_pending, max_seconds=config.max_decision_seconds,
+                      kill_grace=config.kill_grace)
     decision_log = DecisionLog(config.decision_log) if config.decision_log else None
     server = grpc.aio.server(options=server_options(config.limits.max_message_bytes,
                                                     config.max_connection_age))

@@ -195,7 +195,15 @@ def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
     (["--tls-client-ca-file", "x.pem"], "--tls-cert-file and --tls-key-file go together"),
     (["--workers", "-1"], "--workers: must not be negative"),
     (["--max-decision-seconds", "0"], "--max-decision-seconds: must be greater than 0"),
-], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline"])
+    (["--max-decision-seconds", "nan"], "--max-decision-seconds: must be a finite number"),
+    (["--drain-delay", "inf"], "--drain-delay: must be a finite number, got inf"),
+    (["--kill-grace", "-1"], "--kill-grace: must not be negative"),
+    (["--port", "99999"], "--port: 99999 is not a port"),
+    (["--port", "-5"], "--port: -5 is not a port"),
+    (["--webhook-port", "0", "--webhook-timeout", "nan"], "--webhook-timeout: must be a finite"),
+], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline", "nan-deadline",
+        "endless-drain", "negative-kill-grace", "port-wraps-around", "negative-port",
+        "nan-webhook-timeout"])
 def test_bad_serve_flags_exit_2_naming_the_flag(flags: list[str], needle: str) -> None:
     done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0", *flags],
                           capture_output=True, text=True, cwd=ROOT, timeout=30)

@@ -5,6 +5,7 @@ holds up another or the health service."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -234,8 +235,8 @@ def _gone(pid: int, timeout: float = 5.0) -> bool:
     return False
 
 
-def test_a_passed_client_deadline_stops_the_work() -> None:
-    with BackgroundServer(workers=1, max_decision_seconds=30,
+def test_a_passed_client_deadline_stops_the_work_after_the_kill_grace() -> None:
+    with BackgroundServer(workers=1, max_decision_seconds=30, kill_grace=0.5,
                           limits=Limits(max_message_bytes=BIG)) as srv, \
             grpc.insecure_channel(srv.target, OPTIONS) as ch:
         stub = pb_grpc.DeciderStub(ch)
@@ -246,12 +247,51 @@ def test_a_passed_client_deadline_stops_the_work() -> None:
         while before not in srv.pool.busy_pids and time.monotonic() < deadline:
             time.sleep(0.01)
         assert before in srv.pool.busy_pids
+        # However fast the machine, this decision outlasts the deadline and the grace.
+        os.kill(before, signal.SIGSTOP)
         with pytest.raises(grpc.RpcError) as exc:
             call.result()
+        answered = time.monotonic()
         assert exc.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        # The worker that was deciding is gone, not computing for nobody.
+        # The worker is killed once the grace is over, not before, and not left computing
+        # for nobody.
         assert _gone(before)
+        assert time.monotonic() - answered >= 0.4
+        assert srv.pool.replaced == 1
         assert stub.Decide(_request(), timeout=10).actions
+
+
+def _medium_request() -> pb.DecideRequest:
+    """Tens of milliseconds of work: mid-decision when a 5 ms deadline passes."""
+    return _slow_request(2_000)
+
+
+@pytest.mark.parametrize("end", ["deadline", "cancel"])
+def test_a_call_ended_mid_decision_does_not_cost_a_worker(end: str, caplog) -> None:
+    """Killing the worker for every call that ends while it decides made each one cost a new
+    process (~0.4 s of CPU): a client with tight deadlines took the machine. The worker now
+    finishes within the grace, its answer dropped, and takes the next request."""
+    with BackgroundServer(workers=1, max_decision_seconds=30, kill_grace=30,
+                          limits=Limits(max_message_bytes=BIG)) as srv, \
+            grpc.insecure_channel(srv.target, OPTIONS) as ch:
+        stub = pb_grpc.DeciderStub(ch)
+        before = srv.pool.worker_pids
+        for _ in range(10):
+            if end == "deadline":
+                code, _details = _code(lambda: stub.Decide(_medium_request(), timeout=0.005))
+                assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+            else:
+                call = stub.Decide.future(_medium_request(), timeout=30)
+                deadline = time.monotonic() + 5
+                while not srv.pool.busy_pids and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                call.cancel()
+            # The next request is answered by the same worker, once it has finished.
+            assert stub.Decide(_request(), timeout=30).actions
+        assert srv.pool.replaced == 0
+        assert srv.pool.worker_pids == before
+    # A status gRPC could not send to a call that had ended is not a server error.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_health_and_small_requests_answer_while_a_worst_case_request_runs(server, channel,
