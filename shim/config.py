@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from decider_client.version import version_line
+from shim.flag_values import boolean, env_boolean, number, port
 from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
 
 DEFAULT_CONTROLLER_NAME = "jobset-decider.io/shim"
@@ -23,6 +24,7 @@ _TARGET_PODGROUPS: dict[str, str] = {
     "volcano": "scheduling.volcano.sh/v1beta1",
 }
 GANG_TARGETS: tuple[str, ...] = (DEFAULT_GANG_TARGET, *_TARGET_PODGROUPS)
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _CHILD_KINDS: tuple[tuple[str, str], ...] = (
     ("batch/v1", "Job"),
     ("v1", "Service"),
@@ -118,12 +120,6 @@ class Config:
         return gang_kinds(self.scheduling_api_version, self.gang_target)
 
 
-def _env_bool(value: str | None, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
 def parse_feature_gates(text: str) -> dict[str, bool]:
     """`A=true,B=false` as Kubernetes components take it."""
     gates: dict[str, bool] = {}
@@ -131,7 +127,10 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
         name, _, value = item.partition("=")
         if not value:
             raise ValueError(f"feature gate {item!r} needs =true or =false")
-        gates[name.strip()] = _env_bool(value, False)
+        try:
+            gates[name.strip()] = boolean(value)
+        except ValueError as exc:
+            raise ValueError(f"feature gate {name.strip()!r}: {exc}") from None
     return gates
 
 
@@ -165,14 +164,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--decider-timeout",
-        type=float,
-        default=float(e("DECIDER_TIMEOUT", "5")),
+        type=number(float, above=0, env="DECIDER_TIMEOUT"),
+        default=e("DECIDER_TIMEOUT", "5"),
         help="deadline of one Decide call, seconds (env DECIDER_TIMEOUT)",
     )
     p.add_argument(
         "--decider-tls",
         action=argparse.BooleanOptionalAction,
-        default=_env_bool(e("DECIDER_TLS"), False),
+        default=env_boolean(p, env, "DECIDER_TLS", False),
         help="use TLS to the decider (env DECIDER_TLS)",
     )
     p.add_argument("--decider-ca-file", default=e("DECIDER_CA_FILE", ""), help="CA bundle (PEM)")
@@ -216,48 +215,48 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kube-api-qps",
-        type=float,
-        default=float(e("SHIM_KUBE_API_QPS", str(DEFAULT_QPS))),
+        type=number(float, env="SHIM_KUBE_API_QPS"),
+        default=e("SHIM_KUBE_API_QPS", str(DEFAULT_QPS)),
         help="API requests per second (watches excepted), client-side; 0 or less: no limit "
         "(env SHIM_KUBE_API_QPS, default %(default)s as client-go)",
     )
     p.add_argument(
         "--kube-api-burst",
-        type=int,
-        default=int(e("SHIM_KUBE_API_BURST", str(DEFAULT_BURST))),
+        type=number(int, at_least=0, env="SHIM_KUBE_API_BURST"),
+        default=e("SHIM_KUBE_API_BURST", str(DEFAULT_BURST)),
         help="API requests allowed at once above --kube-api-qps "
         "(env SHIM_KUBE_API_BURST, default %(default)s as client-go)",
     )
     p.add_argument(
         "--kube-api-max-retries",
-        type=int,
-        default=int(e("SHIM_KUBE_API_MAX_RETRIES", str(DEFAULT_MAX_RETRIES))),
+        type=number(int, at_least=0, env="SHIM_KUBE_API_MAX_RETRIES"),
+        default=e("SHIM_KUBE_API_MAX_RETRIES", str(DEFAULT_MAX_RETRIES)),
         help="times a request answered 429 (or 5xx) with Retry-After is sent again after "
         "waiting (env SHIM_KUBE_API_MAX_RETRIES, default %(default)s)",
     )
     p.add_argument(
         "--kube-api-max-retry-wait",
-        type=float,
-        default=float(e("SHIM_KUBE_API_MAX_RETRY_WAIT", str(DEFAULT_MAX_RETRY_WAIT))),
+        type=number(float, at_least=0, env="SHIM_KUBE_API_MAX_RETRY_WAIT"),
+        default=e("SHIM_KUBE_API_MAX_RETRY_WAIT", str(DEFAULT_MAX_RETRY_WAIT)),
         help="longest Retry-After honoured, seconds (env SHIM_KUBE_API_MAX_RETRY_WAIT, "
         "default %(default)s)",
     )
     p.add_argument(
         "--workers",
-        type=int,
-        default=int(e("SHIM_WORKERS", "4")),
+        type=number(int, at_least=1, env="SHIM_WORKERS"),
+        default=e("SHIM_WORKERS", "4"),
         help="JobSets reconciled at once (env SHIM_WORKERS, default %(default)s)",
     )
     p.add_argument(
         "--max-parallel-writes",
-        type=int,
-        default=int(e("SHIM_MAX_PARALLEL_WRITES", "16")),
+        type=number(int, at_least=1, env="SHIM_MAX_PARALLEL_WRITES"),
+        default=e("SHIM_MAX_PARALLEL_WRITES", "16"),
         help="concurrent creates/deletes within one plan",
     )
     p.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
-        default=_env_bool(e("SHIM_LEADER_ELECT"), True),
+        default=env_boolean(p, env, "SHIM_LEADER_ELECT", True),
         help="elect a leader with a Lease so that only one replica acts (env SHIM_LEADER_ELECT)",
     )
     p.add_argument(
@@ -278,21 +277,21 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--leader-elect-lease-duration",
-        type=float,
+        type=number(float, above=0),
         default=15.0,
         help="seconds a standby waits after the last renewal before taking the Lease "
         "(default %(default)s, as client-go)",
     )
     p.add_argument(
         "--leader-elect-renew-deadline",
-        type=float,
+        type=number(float, above=0),
         default=10.0,
         help="seconds the leader keeps trying to renew before it stops writing and exits "
         "(default %(default)s, as client-go)",
     )
     p.add_argument(
         "--leader-elect-retry-period",
-        type=float,
+        type=number(float, above=0),
         default=2.0,
         help="seconds between tries to acquire or renew the Lease (default %(default)s)",
     )
@@ -303,8 +302,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metrics-port",
-        type=int,
-        default=int(e("SHIM_METRICS_PORT", "0")),
+        type=port(env="SHIM_METRICS_PORT"),
+        default=e("SHIM_METRICS_PORT", "0"),
         help="serve the shim's metrics for Prometheus on this port (env SHIM_METRICS_PORT; "
         "default 0: off); traces and metrics are exported as the OTEL_* environment says",
     )
@@ -315,8 +314,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--healthz-port",
-        type=int,
-        default=int(e("SHIM_HEALTHZ_PORT", "0")),
+        type=port(env="SHIM_HEALTHZ_PORT"),
+        default=e("SHIM_HEALTHZ_PORT", "0"),
         help="serve /healthz (liveness) and /readyz (readiness) over HTTP on this port "
         "(env SHIM_HEALTHZ_PORT; default 0: off)",
     )
@@ -336,10 +335,18 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         )
     if args.kube_api_qps > 0 and args.kube_api_burst < 1:
         parser.error("--kube-api-burst must be at least 1 when --kube-api-qps is set")
-    if not 0 <= args.healthz_port <= 65535:
-        parser.error(f"--healthz-port: must be 0..65535, got {args.healthz_port}")
-    if args.kube_api_max_retries < 0 or args.kube_api_max_retry_wait < 0:
-        parser.error("--kube-api-max-retries and --kube-api-max-retry-wait must not be negative")
+    if args.log_level.upper() not in _LOG_LEVELS:
+        parser.error(f"--log-level: {args.log_level!r} is not one of {', '.join(_LOG_LEVELS)}")
+    if not (args.leader_elect_retry_period < args.leader_elect_renew_deadline
+            < args.leader_elect_lease_duration):
+        parser.error("--leader-elect-retry-period < --leader-elect-renew-deadline < "
+                     "--leader-elect-lease-duration must hold, got "
+                     f"{args.leader_elect_retry_period:g}, {args.leader_elect_renew_deadline:g}, "
+                     f"{args.leader_elect_lease_duration:g}")
+    try:
+        feature_gates = parse_feature_gates(args.feature_gates)
+    except ValueError as exc:
+        parser.error(f"--feature-gates: {exc}")
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
     return Config(
         kubeconfig=args.kubeconfig,
@@ -353,7 +360,7 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         decider_server_name=args.decider_server_name,
         controller_name=args.controller_name,
         namespaces=namespaces,
-        feature_gates=parse_feature_gates(args.feature_gates),
+        feature_gates=feature_gates,
         scheduling_api_version=args.scheduling_api_version,
         gang_target=args.gang_target,
         workers=args.workers,
