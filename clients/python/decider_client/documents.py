@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from decider_client import yaml_guard
 from decider_client.errors import ObservationError
 
 
@@ -16,7 +17,7 @@ def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
     Raises ObservationError with a one-line reason when the text is not YAML/JSON objects.
     """
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = yaml_guard.load_all(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
