@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import http_exceptions, web
 
 from decider import admission_review as ar
 from decider.dispatch import INVALID_ARGUMENT, OK, RESOURCE_EXHAUSTED
@@ -41,6 +41,25 @@ DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024
 DEFAULT_TIMEOUT_SECONDS = 10.0
 CERT_CHECK_SECONDS = 30.0
 _GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m)")
+
+
+class _MalformedHttpFilter(logging.Filter):
+    """aiohttp logs a request it cannot parse (a bad Content-Length, a header line over its
+    limit) at ERROR with a traceback, after answering it 400: anyone who can reach the port
+    could fill the log with pages. It is the client's fault, so it becomes one INFO line, as
+    a refused RPC is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, http_exceptions.HttpProcessingError):
+            return True
+        peer = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+        reason = " ".join(str(exc.message).split())[:200]
+        log.info("malformed HTTP from %s refused (%s): %s", peer, exc.code, reason)
+        return False
+
+
+_MALFORMED = _MalformedHttpFilter()
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,9 @@ class Webhook:
         return app
 
     async def start(self) -> int:
+        aiohttp_log = logging.getLogger("aiohttp.server")
+        if _MALFORMED not in aiohttp_log.filters:
+            aiohttp_log.addFilter(_MALFORMED)
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port,

@@ -8,8 +8,11 @@ import base64
 import copy
 import http.client
 import json
+import logging
 import os
+import socket
 import ssl
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -276,6 +279,31 @@ def test_other_content_types_paths_and_methods_get_a_status(server, pki):
     status, answer = post(server, pki, VALIDATE, b"", method="GET")
     assert (status, answer["kind"]) == (405, "Status")
     assert MUTATE in answer["message"]
+
+
+@pytest.mark.parametrize("raw", [
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n",
+], ids=["negative-content-length", "request-line-too-long", "bad-chunk"])
+def test_malformed_http_is_400_and_one_info_line_not_an_error(server, pki, raw, caplog):
+    """aiohttp logs what it cannot parse at ERROR with a traceback: anyone reaching the port
+    could page the operator. It is the client's fault: one INFO line."""
+    caplog.set_level(logging.INFO)
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    with socket.create_connection(("127.0.0.1", server.webhook_port), timeout=10) as sock, \
+            ctx.wrap_socket(sock, server_hostname="localhost") as tls:
+        tls.sendall(raw)
+        assert tls.recv(100).startswith(b"HTTP/1.0 400")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(
+            "malformed HTTP from 127.0.0.1 refused (400)" in r.getMessage()
+            for r in caplog.records):
+        time.sleep(0.02)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    (line,) = [r for r in caplog.records if "malformed HTTP" in r.getMessage()]
+    assert (line.name, line.levelno, line.exc_info) == ("decider.webhook", logging.INFO, None)
+    assert post(server, pki, VALIDATE, review(jobset()))[0] == 200
 
 
 def test_the_grpc_side_still_answers_beside_the_webhook(server, pki):
