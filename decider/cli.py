@@ -50,7 +50,10 @@ def parse_now(text: str | None) -> datetime:
                          "(e.g. 2026-01-01T00:00:00Z)") from None
     if t.tzinfo is None:
         raise UsageError(f"--now: {text!r} has no time zone (add Z or an offset)")
-    return t.astimezone(UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError:
+        raise UsageError(f"--now: {text!r} is outside years 0001-9999 in UTC") from None
 
 
 def _call_remote(target: str, method: str, request: Any) -> Any:

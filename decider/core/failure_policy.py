@@ -22,6 +22,9 @@ from decider.core.jobset import FailureRule
 from decider.core.model import FailureOutcome, JobCondition, ObservedJob
 from decider.core.state import PassState, parse_time
 
+# A Failed condition with no time: before every instant, as a zero metav1.Time.
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
 
 def _failure(job: ObservedJob) -> JobCondition | None:
     for cond in job.conditions:
@@ -32,11 +35,11 @@ def _failure(job: ObservedJob) -> JobCondition | None:
 
 def _failure_key(cond: JobCondition) -> tuple[int, datetime]:
     # A Failed condition with no time sorts first, as a zero metav1.Time does in Go.
-    # Compare instants, not wall clocks: a time written with a UTC offset is converted first
-    # (dropping the tzinfo alone made 11:30+02:00 sort after 10:00Z; metav1.Time.Before compares
-    # absolute times, so upstream's findFirstFailedJob picks the 09:30Z failure).
+    # Compare instants, not wall clocks, as metav1.Time.Before does (11:30+02:00 is before
+    # 10:00Z): aware datetimes compare so. Converting to UTC first overflowed for a time like
+    # 0001-01-01T00:00:00+01:00, which Go's time reads without complaint.
     t = parse_time(cond.last_transition_time)
-    return (0, datetime.min) if t is None else (1, t.astimezone(UTC).replace(tzinfo=None))
+    return (0, _NO_TIME) if t is None else (1, t)
 
 
 def first_failed(jobs: list[ObservedJob],

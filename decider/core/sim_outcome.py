@@ -137,7 +137,7 @@ def _at_rest(status: dict[str, Any], jobset: dict[str, Any]) -> str:
 
 
 def summary(cluster: Cluster, steps: Sequence[Step], settled: bool, not_applied: int,
-            budget: int | None) -> str:
+            budget: int | None, out_of_dates: bool = False) -> str:
     gate = cluster.options.gate(c.GATE_RESTART_JOB)
     fired = [i for i, s in enumerate(steps) if s.plan.failure is not None]
     clauses = []
@@ -153,13 +153,15 @@ def summary(cluster: Cluster, steps: Sequence[Step], settled: bool, not_applied:
     if cluster.jobset_deleted:
         text += f"; the JobSet is deleted when its TTL runs out (+{steps[-1].at_seconds}s)"
     if not settled:
-        text += f"; still changing after {len(steps)} passes (the pass limit)"
+        text += f"; still changing after {len(steps)} passes " + (
+            "(the next would fall after year 9999, the last a Timestamp can hold)"
+            if out_of_dates else "(the pass limit)")
     if not_applied:
         text += f"; {not_applied} event{'s' if not_applied > 1 else ''} never applied"
     return text
 
 
-def outcome(cluster: Cluster, steps: Sequence[Step], *, settled: bool,
+def outcome(cluster: Cluster, steps: Sequence[Step], *, settled: bool, out_of_dates: bool = False,
             not_applied: list[str]) -> Outcome:
     status = cluster.jobset.get("status") or {}
     budget = _budget(cluster)
@@ -175,7 +177,7 @@ def outcome(cluster: Cluster, steps: Sequence[Step], *, settled: bool,
         recreated_jobs=recreated,
         deleted_jobs=sorted(n for n in cluster.deleted if n not in cluster.jobs),
         failure_policy=[s.plan.failure for s in steps if s.plan.failure],
-        summary=summary(cluster, steps, settled, len(not_applied), budget),
+        summary=summary(cluster, steps, settled, len(not_applied), budget, out_of_dates),
         passes=len(steps),
         settled=settled,
         end_time=cluster.now,

@@ -141,7 +141,7 @@ def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0) ->
     # Stable: events at one time apply in the order given.
     pending = sorted(enumerate(events), key=lambda item: item[1].at_seconds)
     sim = Simulation()
-    settled = False
+    settled = out_of_dates = False
     for number in range(1, limit + 1):
         elapsed = int((cluster.now - start).total_seconds())
         applied = []
@@ -168,8 +168,9 @@ def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0) ->
         try:
             cluster.now = start + timedelta(seconds=min(wakes))
         except OverflowError:
-            break  # past year 9999: no later pass can be dated
-    sim.outcome = outcome(cluster, sim.steps, settled=settled,
+            out_of_dates = True  # past year 9999: no later pass can be dated
+            break
+    sim.outcome = outcome(cluster, sim.steps, settled=settled, out_of_dates=out_of_dates,
                           not_applied=[_not_applied(i, ev, settled) for i, ev in pending])
     return sim
 

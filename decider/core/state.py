@@ -14,8 +14,13 @@ from decider.core.model import Action, Event, FailureOutcome, Observed, Options
 
 
 def format_time(t: datetime) -> str:
-    """RFC 3339 at second precision in UTC, as metav1.Time serializes."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 at second precision in UTC, as metav1.Time serializes. Written out rather than
+    with strftime, whose %Y drops the zeros of years before 1000 on glibc ("999-05-01T..."): a
+    time the API server, and the decider's own input check, refuse."""
+    if t.utcoffset():
+        t = t.astimezone(UTC)
+    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T"
+            f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z")
 
 
 def copy_json(value: Any) -> Any:

@@ -6,7 +6,7 @@ Each row names the rule it holds the simulator to. The JobSets start with their 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -217,6 +217,29 @@ def test_the_pass_limit_stops_a_simulation_that_never_rests() -> None:
     o = sim.outcome
     assert (o.passes, o.settled) == (2, False)
     assert o.summary.endswith("; still changing after 2 passes (the pass limit)")
+
+
+def test_a_simulation_that_would_pass_year_9999_says_so() -> None:
+    observed = Observed(jobset=trainer(), now=datetime(9999, 12, 31, 23, 59, 0, tzinfo=UTC),
+                        jobs=running(), objects=[service()])
+    o = simulate(observed, [fail("js-workers-1", at=3600)]).outcome
+    assert not o.settled
+    assert "(the next would fall after year 9999, the last a Timestamp can hold)" in o.summary
+    assert o.events_not_applied == [
+        "events[0]: JobFailed of job js-workers-1 at +3600s: not reached, the simulation "
+        "stopped first"]
+
+
+@pytest.mark.parametrize("year", [1, 999], ids=["year-1", "year-999"])
+def test_times_before_year_1000_keep_four_digits(year: int) -> None:
+    """strftime's %Y wrote "999-...": the simulator then refused its own Jobs' times."""
+    observed = Observed(jobset=trainer(), now=datetime(year, 5, 1, tzinfo=UTC),
+                        jobs=running(), objects=[service()])
+    sim = simulate(observed, [fail("js-workers-1", at=60)])
+    stamp = f"{year:04d}-05-01T00:01:00Z"
+    assert sim.steps[-1].time.year == year
+    assert any(cond["lastTransitionTime"] == stamp
+               for step in sim.steps for cond in step.plan.status.get("conditions") or ())
 
 
 def test_each_pass_is_decide_itself() -> None:

@@ -70,6 +70,15 @@ def test_first_failed_job_compares_instants_across_utc_offsets() -> None:
     assert condition(plan, c.FAILED)["message"].endswith("(first failed job: js-w-0)")
 
 
+def test_first_failed_job_compares_instants_at_the_edge_of_the_timestamp_range() -> None:
+    # 0001-01-01T00:00:00+01:00 is an hour before year 1 in UTC: Go's time reads and compares
+    # it; converting it to UTC overflowed Python's datetime (an INTERNAL error over gRPC).
+    early = job("w", 0, state="failed", failed_at="0001-01-01T00:00:00+01:00")
+    late = job("w", 1, state="failed", failed_at="9999-12-31T23:59:59-01:00")
+    plan = run(jobset(rjob("w", 2)), [late, early])
+    assert condition(plan, c.FAILED)["message"].endswith("(first failed job: js-w-0)")
+
+
 def test_first_failed_job_ignores_jobs_without_failed_condition() -> None:
     # A Job with FailureTarget only is not failed: the JobSet keeps running.
     pending = job("w", 0)
