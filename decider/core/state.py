@@ -77,6 +77,9 @@ class PassState:
     def start(cls, js: JobSet, observed: Observed) -> PassState:
         status = orjson.loads(js.status_json) if js.status_json is not None \
             else copy_json(js.status)
+        # A JSON null is the field's zero value, as Go decodes it: `"conditions": null` is no
+        # conditions (the pass appends to the list; null was a crash).
+        status = {k: v for k, v in status.items() if v is not None}
         status.setdefault("restarts", 0)
         return cls(js=js, observed=observed, status=status, now_str=format_time(observed.now))
 

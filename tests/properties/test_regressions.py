@@ -11,7 +11,7 @@ from decider.core import constants as c
 from decider.core.errors import InvalidInput
 from decider.v1 import decider_pb2 as pb
 from decider_client import observe
-from support.builders import NOW, jobset, rjob, run
+from support.builders import NOW, job, jobset, rjob, run
 
 
 def test_untouched_plan_status_has_every_counter() -> None:
@@ -59,6 +59,21 @@ def test_malformed_status_is_invalid_input(status: dict[str, object], field: str
     req = pb.DecideRequest(jobset_json=json.dumps(js), now=observe.timestamp(NOW))
     with pytest.raises(InvalidInput):
         convert.decide_response(req)
+
+
+@pytest.mark.parametrize("key", ["conditions", "replicatedJobsStatus", "restarts",
+                                 "terminalState"])
+def test_a_null_status_field_is_its_zero_value(key: str) -> None:
+    # `"conditions": null` crashed the pass when it set a condition (found by fuzzing
+    # Simulate): Go decodes null as the field's zero value, and so does the decider.
+    js = jobset(rjob("w", 2), status={"restarts": 0, key: None})
+    failed = job("w", 0, js_name=js["metadata"]["name"], state="failed",
+                 failed_at="2026-01-01T11:00:00Z")
+    plan = run(js, [failed, job("w", 1, js_name=js["metadata"]["name"])])
+    assert plan.status["terminalState"] == c.FAILED
+    assert [cond["type"] for cond in plan.status["conditions"]] == [c.FAILED]
+    assert isinstance(plan.status["replicatedJobsStatus"], list)
+    assert plan.status["restarts"] == 0
 
 
 def _vcp(**over: object) -> dict[str, object]:
