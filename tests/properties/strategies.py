@@ -359,7 +359,10 @@ _scalars = st.one_of(
     st.text(max_size=6),
     st.sampled_from(["", "0", "-1", "x", "True", "Ready", "InOrder", "FailJobSet", "(?=x)",
                      c.KIND, c.API_VERSION, "batch/v1", "Job", "Pod", UID,
-                     "2026-01-01T11:00:00Z"]),
+                     "2026-01-01T11:00:00Z",
+                     # The edges of the Timestamp range, as Go's time reads them.
+                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00",
+                     "0999-05-01T00:00:00Z"]),
 )
 _keys = st.sampled_from(["name", "replicas", "template", "spec", "metadata", "status", "kind",
                          "apiVersion", "labels", "conditions", "type", "uid", "x"])
