@@ -129,10 +129,10 @@ def _hostile_mix(rng: random.Random) -> list[tuple[str, bytes]]:
 
 class Server:
     def __init__(self, label: str, cwd: Path, workers: int,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> None:
         env = dict(os.environ, PYTHONPATH=f"{cwd}:{cwd / 'clients' / 'python'}", **(env or {}))
         args = [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
-                "--port", "0"]
+                "--port", "0", *flags]
         if workers and (cwd / "decider" / "pool.py").exists():
             args += ["--workers", str(workers), "--drain-delay", "0"]
         self.label = label
