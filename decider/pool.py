@@ -42,8 +42,8 @@ log = logging.getLogger("decider.pool")
 _REPLY = worker_main.REPLY_HEADER
 _REQUEST = worker_main.REQUEST_HEADER
 # About what a new worker costs to start (imports, ~0.4 s of CPU here): letting an unwanted
-# decision run this long more is never worse than twice the cheaper of killing it at once or
-# letting it finish (the ski-rental rule).
+# decision run this long more costs at most about twice the cheaper of killing it at once or
+# letting it finish, whichever its length turns out to favour (the ski-rental rule).
 DEFAULT_KILL_GRACE_SECONDS = 0.5
 # A worker that cannot start at all (a broken install) must not be respawned in a hot loop.
 _RESPAWN_BACKOFF = (0.5, 30.0)
