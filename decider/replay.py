@@ -64,6 +64,9 @@ def _record(text: str, number: int) -> dict[str, Any]:
         record = json.loads(text)
     except ValueError as exc:
         raise ReplayInputError(f"line {number}: not JSON: {exc}") from None
+    except RecursionError:
+        raise ReplayInputError(f"line {number}: not JSON the decider reads: nested too "
+                               "deeply") from None
     if not isinstance(record, dict) or "method" not in record:
         raise ReplayInputError(f"line {number}: not a decision-log record (no method)")
     return record
@@ -76,35 +79,45 @@ def replay(lines: Iterable[str], limits: Limits) -> Iterator[tuple[Outcome, bool
         if not text.strip():
             continue
         record = _record(text, number)
-        method = str(record["method"])
-        outcome = Outcome(number, method, str(record.get("decision_id") or ""),
-                          record.get("jobset") or {})
-        spec = dispatch.METHODS.get(method)
-        if spec is None:
-            raise ReplayInputError(f"line {number}: unknown method {method!r}")
-        if record.get("request") is None:
-            yield outcome, False
-            continue
         try:
-            request = json_format.ParseDict(record["request"], spec.request())
-        except json_format.ParseError as exc:
-            raise ReplayInputError(f"line {number}: request: {exc}") from None
-        reply = dispatch.answer(method, request.SerializeToString(), limits)
-        if "response" in record:
-            if reply.code != dispatch.OK:
-                outcome.differences.append(
-                    f"(answer): logged a plan, now {dispatch.STATUS_NAMES.get(reply.code)}: "
-                    f"{reply.message}")
-            else:
-                answer = spec.response()
-                answer.ParseFromString(reply.body)
-                _paths(record["response"], json_format.MessageToDict(answer), "",
-                       outcome.differences)
+            yield _replay_one(record, number, limits)
+        except RecursionError:
+            # A line json.loads could just read, compared field by field a level deeper.
+            raise ReplayInputError(f"line {number}: nested too deeply to compare") from None
+
+
+def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Outcome, bool]:
+    method = str(record["method"])
+    outcome = Outcome(number, method, str(record.get("decision_id") or ""),
+                      record.get("jobset") or {})
+    spec = dispatch.METHODS.get(method)
+    if spec is None:
+        raise ReplayInputError(f"line {number}: unknown method {method!r}")
+    if record.get("request") is None:
+        return outcome, False
+    try:
+        request = json_format.ParseDict(record["request"], spec.request())
+    except json_format.ParseError as exc:
+        raise ReplayInputError(f"line {number}: request: {exc}") from None
+    reply = dispatch.answer(method, request.SerializeToString(), limits)
+    if "response" in record:
+        if reply.code != dispatch.OK:
+            outcome.differences.append(
+                f"(answer): logged a plan, now {dispatch.STATUS_NAMES.get(reply.code)}: "
+                f"{reply.message}")
         else:
-            logged = record.get("status") or {}
-            now = {"code": dispatch.STATUS_NAMES.get(reply.code, str(reply.code)),
-                   "message": reply.message if reply.code != dispatch.OK else "(an answer)"}
-            _paths({"code": logged.get("code"), "message": logged.get("message")}, now,
-                   "status", outcome.differences)
-        yield outcome, True
+            answer = spec.response()
+            answer.ParseFromString(reply.body)
+            _paths(record["response"], json_format.MessageToDict(answer), "",
+                   outcome.differences)
+    else:
+        logged = record.get("status") or {}
+        if not isinstance(logged, dict):
+            raise ReplayInputError(f"line {number}: status: must be an object with code and "
+                                   "message")
+        now = {"code": dispatch.STATUS_NAMES.get(reply.code, str(reply.code)),
+               "message": reply.message if reply.code != dispatch.OK else "(an answer)"}
+        _paths({"code": logged.get("code"), "message": logged.get("message")}, now,
+               "status", outcome.differences)
+    return outcome, True
 

@@ -104,6 +104,21 @@ def test_replay_refuses_a_file_that_is_not_a_decision_log(tmp_path: Path) -> Non
     assert "line 2: not JSON" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("line,needle", [
+    ('{"method": "Decide", "request": ' + '{"a":' * 100_000 + "1" + "}" * 100_001,
+     "line 1: not JSON the decider reads: nested too deeply"),
+    ('{"method": "Decide", "request": {}, "status": [1, 2]}',
+     "line 1: status: must be an object with code and message"),
+], ids=["nested-past-the-parser", "status-not-an-object"])
+def test_replay_names_the_line_of_a_hostile_record(tmp_path: Path, line: str,
+                                                   needle: str) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    done = _replay(bad)
+    assert done.returncode == 2
+    assert needle in done.stderr and "Traceback" not in done.stderr
+
+
 class _Stalled(io.StringIO):
     """A log destination that blocks, as a full disk or a stopped pipe reader would."""
 
