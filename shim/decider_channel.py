@@ -13,11 +13,12 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from decider_client import DeciderClient
+from decider_client import DeciderClient, observe
 from decider_client.pem import read_pem
 from shim.config import Config
 
@@ -96,3 +97,30 @@ def health_check(cfg: Config, timeout: float = 2.0) -> Callable[[], str]:
         return ""
 
     return check
+
+
+# A JobSet that every decider decides: the start-up check sends it with the shim's options.
+_PROBE_JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+    "metadata": {"name": "decider-shim-options-check", "namespace": "default",
+                 "uid": "decider-shim-options-check"},
+    "spec": {"replicatedJobs": [{"name": "r", "replicas": 1, "template": {"spec": {
+        "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}]},
+}
+
+
+def refused_options(cfg: Config, decider: DeciderClient) -> str | None:
+    """The decider's reason for refusing the options every Decide will carry (an unknown
+    feature gate, a gang API version it does not serve), None if it takes them or cannot be
+    asked now. Asked once at start: otherwise every JobSet is refused, one warning at a time,
+    for a mistake in the shim's own flags."""
+    request = observe.build_decide_request(
+        _PROBE_JOBSET, [], datetime.now(UTC), cfg.controller_name, cfg.feature_gates,
+        gang_api_version=cfg.scheduling_api_version, gang_target=cfg.gang_target)
+    try:
+        decider.decide(request, timeout=cfg.decider_timeout)
+    except grpc.RpcError as exc:
+        details = exc.details() or ""
+        if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and details.startswith("options."):
+            return details
+    return None

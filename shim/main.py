@@ -118,6 +118,10 @@ def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
 
 def build(cfg: Config, tel: Telemetry | None = None) -> Shim:
     decider = decider_client(cfg)
+    refused = decider_channel.refused_options(cfg, decider)
+    if refused is not None:
+        raise StartupError(f"the decider refuses the shim's options: {refused} (see "
+                           "--feature-gates, --scheduling-api-version, --gang-target)")
     kube = build_kube(cfg, api_client(cfg))
     check_api_server(kube)
     try:

@@ -43,6 +43,39 @@ def _one_line_exit_2(out: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.fixture(scope="module")
+def decider() -> Any:
+    with BackgroundServer("127.0.0.1:0") as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--feature-gates", "Bogus=true"], "options.feature_gates[Bogus]: unknown feature gate"),
+    (["--scheduling-api-version", "scheduling.k8s.io/v9"],
+     "options.gang_api_version: Unsupported value: 'scheduling.k8s.io/v9'"),
+], ids=["unknown-feature-gate", "unserved-gang-api-version"])
+def test_options_the_decider_refuses_stop_the_start(decider: Any, flags: list[str],
+                                                    needle: str, tmp_path: Path) -> None:
+    """Said once at start, before the cluster is even read, rather than as a warning for every
+    JobSet the shim then fails to decide."""
+    out = subprocess.run([sys.executable, "-m", "shim.main", "--decider-address", decider.target,
+                          "--kubeconfig", str(tmp_path / "nope"), *flags], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    line = _one_line_exit_2(out)
+    assert line.startswith("decider-shim: the decider refuses the shim's options: ")
+    assert needle in line
+
+
+def test_options_the_decider_takes_go_on_to_the_cluster(decider: Any, tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "shim.main", "--decider-address", decider.target,
+                          "--kubeconfig", str(tmp_path / "nope"),
+                          "--feature-gates", "RestartJob=true"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    assert _one_line_exit_2(out) == f"decider-shim: --kubeconfig {tmp_path / 'nope'}: no such file"
+
+
 def test_a_missing_kubeconfig_is_one_line(tmp_path: Path) -> None:
     line = _one_line_exit_2(shim_cli("--kubeconfig", str(tmp_path / "nope")))
     assert line == f"decider-shim: --kubeconfig {tmp_path / 'nope'}: no such file"
