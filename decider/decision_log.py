@@ -3,8 +3,9 @@
 A line holds when and how fast it was decided, its ids (decision, trace), the method, the
 JobSet, a digest of the request, the full request and answer (protobuf's JSON mapping) and the
 decider's version; `decider replay` decides every line again. Writing never blocks or fails a
-decision: lines go through a bounded queue to a writer thread, and a full queue drops the line
-(counted in `decider.decision_log.dropped`).
+decision: lines go through a bounded queue to a writer thread, and a full queue or a failed write
+(a full disk) drops the line, counted in `decider.decision_log.dropped`. A failing destination is
+reported at once, then at most once a minute with what was lost since, and when it works again.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import logging
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
 log = logging.getLogger("decider.decision_log")
 
 DEFAULT_QUEUE = 4096
+# A full disk fails every line: one ERROR per line would flood the log it shares a disk with.
+REPORT_SECONDS = 60.0
 _STOP = object()
 
 
@@ -40,6 +44,9 @@ class DecisionLog:
         self._on_drop = on_drop
         self.dropped = 0
         self.written = 0
+        # Write failures: lines lost since the last report, and when that report was.
+        self._failed = 0
+        self._reported_at: float | None = None
         self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
         self._thread.start()
 
@@ -47,9 +54,12 @@ class DecisionLog:
         try:
             self._queue.put_nowait(line)
         except queue.Full:
-            self.dropped += 1
-            if self._on_drop is not None:
-                self._on_drop()
+            self._drop()
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        if self._on_drop is not None:
+            self._on_drop()
 
     def _run(self) -> None:
         while True:
@@ -63,9 +73,22 @@ class DecisionLog:
                     self._out.flush()
                 self.written += 1
             except (OSError, ValueError) as exc:
-                # A full disk must not stop decisions; say so once per failure kind.
-                log.error("decision log %s: %s; line dropped", self.target, exc)
-                self.dropped += 1
+                # A full disk must not stop decisions.
+                self._drop()
+                self._write_failed(exc)
+                continue
+            if self._reported_at is not None:
+                log.warning("decision log %s: writing again; %d line(s) dropped since the last "
+                            "report", self.target, self._failed)
+                self._failed, self._reported_at = 0, None
+
+    def _write_failed(self, exc: Exception) -> None:
+        self._failed += 1
+        now = time.monotonic()
+        if self._reported_at is None or now - self._reported_at >= REPORT_SECONDS:
+            log.error("decision log %s: %s; %d line(s) dropped (reported again at most every "
+                      "%gs while it lasts)", self.target, exc, self._failed, REPORT_SECONDS)
+            self._failed, self._reported_at = 0, now
 
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued (within `timeout`), then close the file."""

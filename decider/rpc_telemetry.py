@@ -64,7 +64,7 @@ METRICS = (
     MetricSpec("decider.jobsets.finished", "observable_counter", "{jobset}",
                "JobSets decided to have finished, by terminal_state"),
     MetricSpec("decider.decision_log.dropped", "observable_counter", "{record}",
-               "Decision-log lines dropped because the writer fell behind"),
+               "Decision-log lines dropped: the writer fell behind or could not write"),
     MetricSpec("decider.workers.busy", "gauge", "{worker}", "Decision workers deciding now"),
     MetricSpec("decider.requests.waiting", "gauge", "{request}",
                "Requests waiting for a free decision worker"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -143,3 +144,42 @@ def test_a_stalled_log_drops_lines_and_never_blocks_a_decision() -> None:
     stalled.release.set()
     log.close()
     assert 1 <= log.written <= 3
+
+
+class _FullDisk(io.StringIO):
+    """A destination whose writes fail with ENOSPC until `space` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.space = threading.Event()
+
+    def write(self, text: str) -> int:
+        if not self.space.is_set():
+            raise OSError(28, "No space left on device")
+        return super().write(text)
+
+
+def test_a_full_disk_is_counted_and_reported_once_not_per_line(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="decider.decision_log")
+    disk = _FullDisk()
+    drops: list[int] = []
+    log = DecisionLog("decisions.jsonl", stream=disk, on_drop=lambda: drops.append(1))
+    for i in range(100):
+        log.submit(f'{{"n": {i}}}')
+    deadline = time.monotonic() + 5
+    while log.dropped < 100 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Every lost line is in the metric (on_drop), not only those a full queue dropped.
+    assert log.dropped == len(drops) == 100
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "No space left on device; 1 line(s) dropped" in errors[0].getMessage()
+    disk.space.set()
+    log.submit('{"n": "after"}')
+    deadline = time.monotonic() + 5
+    while log.written < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log.written == 1 and disk.getvalue() == '{"n": "after"}\n'
+    log.close()
+    (again,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "writing again; 99 line(s) dropped since the last report" in again.getMessage()
