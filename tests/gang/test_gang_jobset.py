@@ -200,6 +200,18 @@ def test_workload_template_mode_renders_user_groups(api: str) -> None:
             id="seed/template-malformed",
         ),
         pytest.param(
+            jobset(DRIVER, mode="JobSetWorkloadTemplate",
+                   template="podGroups: " + "[" * 50_000 + "]" * 50_000),
+            "metadata.annotations[jobset-decider.io/workload-template]",
+            id="decider/template-nested-past-the-yaml-parser",
+        ),
+        pytest.param(
+            jobset(DRIVER, mode="JobSetWorkloadTemplate",
+                   template='{"podGroups": ' + "[" * 50_000 + "]" * 50_000 + "}"),
+            "metadata.annotations[jobset-decider.io/workload-template]",
+            id="decider/template-nested-past-the-json-parser",
+        ),
+        pytest.param(
             jobset(DRIVER, mode="JobSetWorkloadTemplate", template=TEMPLATE_YAML),
             "metadata.annotations[jobset-decider.io/workload-template].podGroupTemplates[0].name",
             id="seed/template-group-names-a-rjob",

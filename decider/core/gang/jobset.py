@@ -223,6 +223,10 @@ def parse_template(text: str, errors: list[FieldError]) -> dict[str, Any] | None
     except (ValueError, yaml.YAMLError) as exc:
         errors.append(FieldError(where, f"is not valid YAML or JSON: {str(exc).splitlines()[0]}"))
         return None
+    except RecursionError:
+        # The annotation is a string: --max-json-depth bounded the request, not this text.
+        errors.append(FieldError(where, "is not valid YAML or JSON: nested too deeply"))
+        return None
     if not isinstance(data, dict):
         errors.append(FieldError(where, "must be a Workload spec object"))
         return None
