@@ -116,13 +116,14 @@ def build_kube(cfg: Config, api: client.ApiClient) -> Kube:
     )
 
 
-def build(cfg: Config, tel: Telemetry | None = None) -> Shim:
+def build(cfg: Config, tel: Telemetry | None = None,
+          api: client.ApiClient | None = None) -> Shim:
     decider = decider_client(cfg)
     refused = decider_channel.refused_options(cfg, decider)
     if refused is not None:
         raise StartupError(f"the decider refuses the shim's options: {refused} (see "
                            "--feature-gates, --scheduling-api-version, --gang-target)")
-    kube = build_kube(cfg, api_client(cfg))
+    kube = build_kube(cfg, api if api is not None else api_client(cfg))
     check_api_server(kube)
     try:
         return Shim(cfg, kube, decider, telemetry=tel)
@@ -146,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _start(cfg: Config) -> int:
+    # The kubeconfig first: a missing one should not wait for a local decider to start.
+    api = api_client(cfg)
     local = None
     if cfg.decider_address == LOCAL:
         local = LocalDecider()
@@ -155,13 +158,13 @@ def _start(cfg: Config) -> int:
             raise StartupError(f"--decider-address local: {exc}") from None
         log.info("started a local decider at %s", cfg.decider_address)
     try:
-        return _run(cfg)
+        return _run(cfg, api)
     finally:
         if local is not None:
             local.stop()
 
 
-def _run(cfg: Config) -> int:
+def _run(cfg: Config, api: client.ApiClient) -> int:
     try:
         tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port)
     except telemetry.TelemetryConfigError as exc:
@@ -169,7 +172,7 @@ def _run(cfg: Config) -> int:
     except OSError as exc:
         raise StartupError(f"--metrics-port {cfg.metrics_port}: {exc.strerror or exc}") from None
     try:
-        shim = build(cfg, tel)
+        shim = build(cfg, tel, api)
         if cfg.once:
             return shim.run_once()
         return _serve(cfg, shim)

@@ -56,10 +56,11 @@ def decider() -> Any:
 ], ids=["unknown-feature-gate", "unserved-gang-api-version"])
 def test_options_the_decider_refuses_stop_the_start(decider: Any, flags: list[str],
                                                     needle: str, tmp_path: Path) -> None:
-    """Said once at start, before the cluster is even read, rather than as a warning for every
-    JobSet the shim then fails to decide."""
+    """Said once at start, before the API server is asked anything, rather than as a warning
+    for every JobSet the shim then fails to decide."""
     out = subprocess.run([sys.executable, "-m", "shim.main", "--decider-address", decider.target,
-                          "--kubeconfig", str(tmp_path / "nope"), *flags], capture_output=True,
+                          "--kubeconfig", _unreachable_kubeconfig(tmp_path), *flags],
+                         capture_output=True,
                          text=True, cwd=ROOT, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
     line = _one_line_exit_2(out)
@@ -69,11 +70,29 @@ def test_options_the_decider_refuses_stop_the_start(decider: Any, flags: list[st
 
 def test_options_the_decider_takes_go_on_to_the_cluster(decider: Any, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "shim.main", "--decider-address", decider.target,
-                          "--kubeconfig", str(tmp_path / "nope"),
+                          "--kubeconfig", _unreachable_kubeconfig(tmp_path),
                           "--feature-gates", "RestartJob=true"], capture_output=True,
                          text=True, cwd=ROOT, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    assert _one_line_exit_2(out).startswith("decider-shim: cannot reach the API server at ")
+
+
+def _unreachable_kubeconfig(tmp_path: Path) -> str:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{_closed_port()}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    return str(kubeconfig)
+
+
+def test_a_missing_kubeconfig_stops_the_start_before_a_local_decider(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "shim.main", "--kubeconfig",
+                          str(tmp_path / "nope")], capture_output=True, text=True, cwd=ROOT,
+                         timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
     assert _one_line_exit_2(out) == f"decider-shim: --kubeconfig {tmp_path / 'nope'}: no such file"
+    assert "started a local decider" not in out.stderr
 
 
 def test_a_missing_kubeconfig_is_one_line(tmp_path: Path) -> None:
@@ -111,12 +130,15 @@ def test_an_unreachable_api_server_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flag", ["--decider-ca-file", "--decider-cert-file",
                                   "--decider-key-file"])
 def test_an_unreadable_tls_file_is_one_line_naming_the_flag(flag: str, tmp_path: Path) -> None:
-    line = _one_line_exit_2(shim_cli(flag, "/nonexistent.pem", "--decider-tls"))
+    kubeconfig = _unreachable_kubeconfig(tmp_path)  # read first; the decider's files next
+    line = _one_line_exit_2(shim_cli(flag, "/nonexistent.pem", "--decider-tls",
+                                     "--kubeconfig", kubeconfig))
     assert line == (f"decider-shim: {flag} /nonexistent.pem: cannot read: "
                     "No such file or directory")
     notpem = tmp_path / "x.pem"
     notpem.write_text("hello")
-    line = _one_line_exit_2(shim_cli(flag, str(notpem), "--decider-tls"))
+    line = _one_line_exit_2(shim_cli(flag, str(notpem), "--decider-tls",
+                                     "--kubeconfig", kubeconfig))
     assert line == f"decider-shim: {flag} {notpem}: not a PEM file"
 
 
