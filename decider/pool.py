@@ -11,36 +11,27 @@ killed: starting a worker costs ~0.4 s of CPU, so killing one for every short-de
 cancelled call of a few milliseconds let one careless client take the machine (a client sending
 3 ms deadlines cut everyone else's Decides 10x).
 
-Each worker is reached through an asyncio Protocol and requests wait for a worker on plain
-futures: no task, stream or queue per request, because this path is most of what the server
-spends per RPC beside gRPC itself.
+Each worker (decider/worker_process.py) is reached through an asyncio Protocol and requests
+wait for a worker on plain futures: no task, stream or queue per request, because this path is
+most of what the server spends per RPC beside gRPC itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import math
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from decider import worker as worker_main
 from decider.dispatch import METHOD_IDS, Reply
 from decider.limits import Limits
+from decider.worker_process import WorkerProcess, start_worker
 
 log = logging.getLogger("decider.pool")
 
-_REPLY = worker_main.REPLY_HEADER
-_REQUEST = worker_main.REQUEST_HEADER
 # About what a new worker costs to start (imports, ~0.4 s of CPU here): letting an unwanted
 # decision run this long more costs at most about twice the cheaper of killing it at once or
 # letting it finish, whichever its length turns out to favour (the ski-rental rule).
@@ -66,61 +57,6 @@ class Busy(Exception):
     """More requests are already waiting for a worker than the pool queues."""
 
 
-class _Channel(asyncio.Protocol):
-    """The server's end of one worker's socket: frames the replies and hands each to the pool
-    as soon as it is whole, from the event loop's read callback."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.closed = False
-        # Set by the pool once the worker is ready: (reply) and (connection lost) callbacks.
-        self.on_reply: Callable[[Reply], None] | None = None
-        self.on_lost: Callable[[], None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if not self.ready.done():
-            if self.buffer[:1] != worker_main.READY:
-                self.ready.set_exception(RuntimeError(f"sent {bytes(self.buffer[:1])!r} "
-                                                      "instead of ready"))
-                return
-            del self.buffer[:1]
-            self.ready.set_result(None)
-        while len(self.buffer) >= _REPLY.size:
-            code, n_body, n_facts, n_record, n_span = _REPLY.unpack_from(self.buffer)
-            end = _REPLY.size + n_body + n_facts + n_record + n_span
-            if len(self.buffer) < end:
-                return
-            view = memoryview(self.buffer)
-            at = _REPLY.size
-            parts = []
-            for n in (n_body, n_facts, n_record, n_span):
-                parts.append(bytes(view[at:at + n]))
-                at += n
-            reply = Reply(code, *parts)
-            view.release()
-            del self.buffer[:end]
-            if self.on_reply is not None:
-                self.on_reply(reply)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if not self.ready.done():
-            self.ready.set_exception(ConnectionError(
-                f"worker connection closed: {exc or 'end of file'}"))
-        if self.on_lost is not None:
-            self.on_lost()
-
-    def send(self, method_id: int, want: int, payload: bytes) -> None:
-        assert self.transport is not None
-        self.transport.writelines((_REQUEST.pack(method_id, want, len(payload)), payload))
-
-
 @dataclass(eq=False)
 class _Job:
     """One request: waiting for a worker (`worker` None) or being decided."""
@@ -131,55 +67,7 @@ class _Job:
     future: asyncio.Future[Reply]
     started: float
     timer: asyncio.TimerHandle | None = None
-    worker: _Worker | None = None
-
-
-class _Worker:
-    def __init__(self, proc: subprocess.Popen[bytes], channel: _Channel) -> None:
-        self.proc = proc
-        self.channel = channel
-        self.job: _Job | None = None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        self.close()
-
-    def close(self) -> None:
-        if self.channel.transport is not None:
-            self.channel.transport.close()
-
-    async def wait(self, timeout: float | None = None) -> int | None:
-        """The exit status once the worker has exited (and is reaped), None after `timeout`.
-        Polled: workers are spawned with subprocess (vfork), not the loop's child watcher."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        delay = 0.002
-        while (code := self.proc.poll()) is None:
-            if deadline is not None and loop.time() >= deadline:
-                return None
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        return code
-
-    async def exit_description(self) -> str:
-        code = await self.wait(1.0)
-        if code is None:
-            return "stopped answering"
-        if code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ \
-                else str(-code)
-            hint = " (out of memory?)" if -code == signal.SIGKILL else ""
-            return f"was killed by {name}{hint}"
-        return f"exited with status {code}"
+    worker: WorkerProcess | None = None
 
 
 class WorkerPool:
@@ -196,12 +84,12 @@ class WorkerPool:
         self.start_timeout = start_timeout
         self.max_seconds = max_seconds
         self.kill_grace = kill_grace
-        self._idle: collections.deque[_Worker] = collections.deque()
+        self._idle: collections.deque[WorkerProcess] = collections.deque()
         self._pending: collections.deque[_Job] = collections.deque()
-        self._all: set[_Worker] = set()
+        self._all: set[WorkerProcess] = set()
         # A started worker kept aside: a killed worker's place is taken at once, rather than
         # after the half second a new process needs to import the decider.
-        self._spare: _Worker | None = None
+        self._spare: WorkerProcess | None = None
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self.replaced = 0
@@ -213,7 +101,7 @@ class WorkerPool:
         workers = await asyncio.gather(*(self._spawn() for _ in range(self.size + 1)),
                                        return_exceptions=True)
         failed = [w for w in workers if isinstance(w, BaseException)]
-        started = [w for w in workers if isinstance(w, _Worker)]
+        started = [w for w in workers if isinstance(w, WorkerProcess)]
         if started and not failed:
             self._spare = started.pop()
         for w in started:
@@ -223,36 +111,13 @@ class WorkerPool:
             await self.close()
             raise RuntimeError(f"decision workers did not start: {failed[0]}")
 
-    async def _spawn(self) -> _Worker:
-        parent_sock, child_sock = socket.socketpair()
-        try:
-            # subprocess spawns with vfork: a fork of this gRPC process (as uvloop's spawn
-            # does) runs gRPC's fork handlers, which warn on every spawn.
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "decider.worker", "--fd", str(child_sock.fileno()),
-                 "--parent-pid", str(os.getpid()), "--max-memory-mb", str(self.max_memory_mb),
-                 "--limits", worker_main.limits_argument(self.limits)],
-                pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL)
-        except BaseException:
-            parent_sock.close()
-            raise
-        finally:
-            child_sock.close()
-        loop = asyncio.get_running_loop()
-        _, channel = await loop.create_unix_connection(_Channel, sock=parent_sock)
-        w = _Worker(proc, channel)
-        try:
-            await asyncio.wait_for(channel.ready, self.start_timeout)
-        except (TimeoutError, ConnectionError, RuntimeError) as exc:
-            why = await w.exit_description() if not isinstance(exc, RuntimeError) else str(exc)
-            w.kill()
-            raise RuntimeError(f"worker {proc.pid} {why} before it was ready") from None
-        channel.on_reply = lambda reply: self._on_reply(w, reply)
-        channel.on_lost = lambda: self._on_lost(w)
+    async def _spawn(self) -> WorkerProcess:
+        w = await start_worker(self.limits, self.max_memory_mb, self.start_timeout)
+        w.channel.on_reply = lambda reply: self._on_reply(w, reply)
+        w.channel.on_lost = lambda: self._on_lost(w)
         return w
 
-    def _retire(self, w: _Worker) -> None:
+    def _retire(self, w: WorkerProcess) -> None:
         """Kill a worker that may be mid-decision; the spare takes its place, and a new spare
         is started (or, with none left, a replacement)."""
         w.kill()
@@ -272,7 +137,7 @@ class WorkerPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _reap(self, w: _Worker) -> None:
+    def _reap(self, w: WorkerProcess) -> None:
         self._background(w.wait())
 
     async def _replace(self) -> None:
@@ -345,11 +210,11 @@ class WorkerPool:
     # answered and the next waiting request written to it in one read callback, so a worker
     # is never left idle while the event loop gets round to a waiting coroutine.
 
-    def _begin(self, job: _Job, w: _Worker) -> None:
+    def _begin(self, job: _Job, w: WorkerProcess) -> None:
         job.worker, w.job = w, job
         w.channel.send(job.method_id, job.want, job.payload)
 
-    def _next(self, w: _Worker) -> None:
+    def _next(self, w: WorkerProcess) -> None:
         """A free worker takes the longest-waiting request, or goes back to the idle list."""
         while self._pending:
             job = self._pending.popleft()
@@ -365,7 +230,7 @@ class WorkerPool:
         if w is not None:
             w.job = None
 
-    def _on_reply(self, w: _Worker, reply: Reply) -> None:
+    def _on_reply(self, w: WorkerProcess, reply: Reply) -> None:
         job = w.job
         if job is None:
             return  # a reply to a request given up on: the worker is being retired
@@ -375,7 +240,7 @@ class WorkerPool:
         # else: its caller was answered already (deadline) or left; the reply is dropped.
         self._next(w)
 
-    def _on_lost(self, w: _Worker) -> None:
+    def _on_lost(self, w: WorkerProcess) -> None:
         job = w.job
         if w in self._idle:
             self._idle.remove(w)
@@ -390,7 +255,7 @@ class WorkerPool:
             self._background(self._report_lost(w, job))
         self._retire(w)
 
-    async def _report_lost(self, w: _Worker, job: _Job) -> None:
+    async def _report_lost(self, w: WorkerProcess, job: _Job) -> None:
         why = await w.exit_description()
         if not job.future.done():
             job.future.set_exception(WorkerLost(f"the decision worker {why}"))
