@@ -29,6 +29,12 @@ def _finite(flag: str, value: float) -> None:
         raise UsageError(f"{flag}: must be a finite number, got {value}")
 
 
+def _port(flag: str, value: int) -> None:
+    # gRPC takes any number and wraps it: --port 99999 served on 34463.
+    if not 0 <= value <= 65535:
+        raise UsageError(f"{flag}: {value} is not a port (0..65535)")
+
+
 def server_config(args: argparse.Namespace) -> Any:
     """The `serve` flags as a ServerConfig; UsageError naming the flag for a bad value."""
     from decider.limits import Limits
@@ -63,8 +69,8 @@ def server_config(args: argparse.Namespace) -> Any:
         _finite(flag, value)
         if value < 0:
             raise UsageError(f"{flag}: must not be negative, got {value}")
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port: {args.port} is not a port (0..65535; 0: any free port)")
+    _port("--port", args.port)
+    _port("--metrics-port", args.metrics_port)
     webhook = webhook_config(args) if args.webhook_port is not None else None
     limits = Limits(max_message_bytes=args.max_message_bytes,
                     max_object_bytes=args.max_object_bytes,
@@ -86,8 +92,7 @@ def webhook_config(args: argparse.Namespace) -> Any:
     from decider.core.constants import GATE_DEFAULTS
     from decider.webhook import WebhookConfig, tls_context
 
-    if args.webhook_port < 0 or args.webhook_port > 65535:
-        raise UsageError(f"--webhook-port: must be 0..65535, got {args.webhook_port}")
+    _port("--webhook-port", args.webhook_port)
     gates = parse_gates(args.webhook_feature_gates)
     unknown = sorted(set(gates) - set(GATE_DEFAULTS))
     if unknown:
@@ -169,8 +174,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from decider_client import telemetry
 
     config = server_config(args)
-    if not 0 <= args.metrics_port <= 65535:
-        raise UsageError(f"--metrics-port: {args.metrics_port} is not a port")
     logging.basicConfig(level=getattr(logging, args.log_level),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if config.webhook is not None and args.webhook_self_signed:

@@ -36,7 +36,6 @@ def env_boolean(parser: argparse.ArgumentParser, env: Mapping[str, str], name: s
         return boolean(value)
     except ValueError as exc:
         parser.error(f"environment variable {name}: {exc}")
-    raise AssertionError("unreachable")  # parser.error exits
 
 
 def number(kind: type[int] | type[float], *, at_least: float | None = None,
@@ -59,7 +58,6 @@ def number(kind: type[int] | type[float], *, at_least: float | None = None,
             raise argparse.ArgumentTypeError(f"must be greater than {above:g}, got {text}{where}")
         return value
 
-    convert.__name__ = kind.__name__
     return convert
 
 

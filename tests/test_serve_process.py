@@ -200,9 +200,11 @@ def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
     (["--kill-grace", "-1"], "--kill-grace: must not be negative"),
     (["--port", "99999"], "--port: 99999 is not a port"),
     (["--port", "-5"], "--port: -5 is not a port"),
+    (["--metrics-port", "70000"], "--metrics-port: 70000 is not a port"),
     (["--webhook-port", "0", "--webhook-timeout", "nan"], "--webhook-timeout: must be a finite"),
 ], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline", "nan-deadline",
         "endless-drain", "negative-kill-grace", "port-wraps-around", "negative-port",
+        "metrics-port-out-of-range",
         "nan-webhook-timeout"])
 def test_bad_serve_flags_exit_2_naming_the_flag(flags: list[str], needle: str) -> None:
     done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0", *flags],
