@@ -8,6 +8,7 @@ diffed against the cache so that deletions missed while away are still delivered
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 from kubernetes.client.exceptions import ApiException
 
-from shim.kube import Kube, Obj, Resource, WatchStream
+from shim.kube import Kube, KubeError, Obj, Resource, WatchStream
 from shim.ratelimit import retry_after
 
 log = logging.getLogger(__name__)
@@ -178,7 +179,8 @@ class Informer:
                 if etype == "ERROR":
                     if obj.get("code") == 410:
                         raise Gone()
-                    raise ApiException(status=obj.get("code", 500), reason=obj.get("message"))
+                    raise KubeError("watch", self.resource.plural, status=obj.get("code", 500),
+                                    reason=obj.get("reason") or "", body=json.dumps(obj))
                 new_rv = (obj.get("metadata") or {}).get("resourceVersion")
                 if etype == "BOOKMARK":
                     rv = new_rv or rv

@@ -100,6 +100,41 @@ class ResourceNotServed(Exception):
     """The API server does not serve this apiVersion/kind."""
 
 
+class KubeError(ApiException):
+    """The API server's error answer to one request. Said on one line, naming the request and
+    the server's own message: the client's ApiException prints the response's headers and body
+    over several lines, which is what every retry warning of the shim would have logged."""
+
+    def __init__(self, method: str, path: str, http_resp: Any = None, body: str | None = None,
+                 status: int | None = None, reason: str | None = None) -> None:
+        super().__init__(status=status, reason=reason, http_resp=http_resp, body=body)
+        self.method = method
+        self.path = path
+
+    def __str__(self) -> str:
+        head = f"{self.method} {self.path}: " if self.method else ""
+        text = f"{head}{self.status} {self.reason or ''}".rstrip()
+        message = status_message(self)
+        return f"{text}: {message}" if message and message != self.reason else text
+
+
+def status_message(exc: ApiException) -> str:
+    """The message of the Status the API server answered with (or the start of a body that is
+    not one), on one line."""
+    body = exc.body or ""
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        body = str(decoded.get("message") or "")
+    line = " ".join(body.split())
+    return line if len(line) <= _MAX_MESSAGE else line[:_MAX_MESSAGE] + "..."
+
+
+_MAX_MESSAGE = 300
+
+
 def status_reason(exc: ApiException) -> str:
     try:
         return str(json.loads(exc.body or "{}").get("reason", ""))
@@ -286,9 +321,7 @@ class Kube:
         data = resp.read()
         status[0] = resp.status
         if not 200 <= resp.status <= 299:
-            raise ApiException.from_response(
-                http_resp=resp, body=data.decode("utf-8", "replace") if data else None, data=None
-            )
+            raise KubeError(method, path, resp, data.decode("utf-8", "replace") if data else "")
         return json.loads(data) if data else None
 
     def get(self, res: Resource, namespace: str, name: str) -> Obj:
@@ -354,9 +387,8 @@ class Kube:
         resp = self._send("GET", res.path(namespace), query, None, "", (10, timeout_seconds + 30))
         if not 200 <= resp.status <= 299:
             data = resp.read()
-            raise ApiException.from_response(
-                http_resp=resp, body=data.decode("utf-8", "replace") if data else None, data=None
-            )
+            raise KubeError("GET", f"{res.path(namespace)} (watch)", resp,
+                            data.decode("utf-8", "replace") if data else "")
         return WatchStream(resp.response)
 
 

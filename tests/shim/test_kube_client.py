@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from fakekube import FakeKube
 from shim.config import parse_args
+from shim.kube import KubeError, status_reason
 from shim.main import build_kube
 from shim.ratelimit import TokenBucket, retry_after
 from tests.shim.helpers import NS, jobset, rjob, wait_for
@@ -140,3 +141,36 @@ def test_leader_election_is_neither_throttled_nor_held_in_retry_after(fake):
         elector.get(lease, NS, "l")
     assert elector.get(lease, NS, "l")["metadata"]["name"] == "l"
     assert time.monotonic() - started < 1.0
+
+
+def test_an_api_error_is_one_line_naming_the_request_and_the_servers_message(fake):
+    """Every retry warning of the shim prints the error: the client's own text is five lines
+    with the response's headers."""
+    k = _kube(fake)
+    fake.add_fault("POST", "/configmaps$", code=500, count=1)
+    with pytest.raises(ApiException) as caught:
+        k.create(k.resource("v1", "ConfigMap"), NS, _cm("a"))
+    assert caught.value.status == 500 and status_reason(caught.value) == "InternalError"
+    assert str(caught.value) == (f"POST /api/v1/namespaces/{NS}/configmaps: 500 Internal Server "
+                                 "Error: injected fault (500)")
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    pytest.param('{"kind":"Status","message":"a\\nb"}', "a b", id="status-message-one-line"),
+    pytest.param("<html>\n<body>bad gateway</body>\n</html>", "<html> <body>bad gateway</body> "
+                 "</html>", id="not-json"),
+    pytest.param("x" * 1000, "x" * 300 + "...", id="long-body-cut"),
+    pytest.param("", "", id="no-body"),
+])
+def test_api_error_text(body, said):
+    exc = KubeError("GET", "/api/v1/pods", status=502, reason="Bad Gateway", body=body)
+    text = str(exc)
+    assert "\n" not in text
+    assert text == "GET /api/v1/pods: 502 Bad Gateway" + (f": {said}" if said else "")
+
+
+def test_a_watch_error_event_is_one_line(fake):
+    exc = KubeError("watch", "jobs", status=500, reason="InternalError",
+                    body='{"kind":"Status","code":500,"reason":"InternalError",'
+                         '"message":"etcd is\\nunhappy"}')
+    assert str(exc) == "watch jobs: 500 InternalError: etcd is unhappy"
