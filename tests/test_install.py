@@ -355,6 +355,21 @@ def test_self_signed_mode_has_a_token_and_rbac_for_exactly_its_three_objects() -
 
 
 @needs_kubectl
+@pytest.mark.parametrize("overlay", ["standalone", "beside-upstream"])
+def test_the_cert_manager_objects_are_beside_the_decider(tmp_path: Path, overlay: str) -> None:
+    """Composed as the README says (a kustomization of the user's own, with no namespace), the
+    Issuer, Certificate and so the Secret it writes are in the decider's namespace: elsewhere the
+    decider's pods could not mount the Secret and no CA would be injected."""
+    docs = with_cert_manager(tmp_path, overlay)
+    for kind, name in (("Issuer", "jobset-decider-selfsigned"),
+                       ("Certificate", "jobset-decider-webhook")):
+        assert one(docs, kind, name)["metadata"].get("namespace") == NS, kind
+    decider = one(docs, "Deployment", "jobset-decider")["metadata"]["namespace"]
+    inject = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")["metadata"][
+        "annotations"]["cert-manager.io/inject-ca-from"]
+    assert decider == NS and inject.startswith(f"{NS}/")
+
+
 def test_the_cert_manager_component_replaces_the_self_signed_mode(tmp_path: Path) -> None:
     docs = with_cert_manager(tmp_path)
     pod = one(docs, "Deployment", "jobset-decider")["spec"]["template"]["spec"]
