@@ -99,3 +99,47 @@ def test_optional_namespaced_roles_grant_what_their_cluster_roles_do(cluster_fil
     assert [d["kind"] for d in role] == ["Role", "RoleBinding"]
     assert role[0]["rules"] == cluster[0]["rules"]
     assert role[1]["subjects"] == cluster[1]["subjects"]
+
+
+def _owners_blocking_deletion(example: str, command: str) -> set[tuple[str, str]]:
+    """(group, plural) of every owner the decider's objects for an example name with
+    blockOwnerDeletion, read from the real CLI's answer."""
+    out = subprocess.run(
+        [sys.executable, "-m", "decider.cli", command, "-f", str(ROOT / "examples" / example),
+         "-o", "json", *(["--now", "2026-01-01T00:00:00Z"] if command == "decide" else [])],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    plurals = {"JobSet": "jobsets", "Job": "jobs"}
+    found: set[tuple[str, str]] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for ref in node.get("ownerReferences") or ():
+                if ref.get("blockOwnerDeletion"):
+                    group = ref["apiVersion"].rpartition("/")[0]
+                    found.add((group, plurals[ref["kind"]]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str) and node.startswith("{"):
+            walk(yaml.safe_load(node))  # a manifest carried as JSON text in an action
+
+    walk(yaml.safe_load(out.stdout))
+    return found
+
+
+@pytest.mark.parametrize("role", ["shim/clusterrole.yaml", "shim-namespaced/rbac/role.yaml"])
+def test_the_shim_may_set_block_owner_deletion_on_every_owner_it_names(role):
+    """OwnerReferencesPermissionEnforcement (OpenShift's default) lets only those who may update
+    an owner's finalizers set blockOwnerDeletion on a reference to it: without that, every child
+    the shim creates would be refused."""
+    owners = _owners_blocking_deletion("leader-workers.yaml", "decide") | \
+        _owners_blocking_deletion("gang-job.yaml", "gang")
+    assert owners == {("jobset.x-k8s.io", "jobsets"), ("batch", "jobs")}
+    rules = yaml.safe_load((ROOT / "deploy" / role).read_text())["rules"]
+    for group, plural in owners:
+        assert any(group in r["apiGroups"] and f"{plural}/finalizers" in r["resources"]
+                   and "update" in r["verbs"] for r in rules), (group, plural)
