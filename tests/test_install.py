@@ -52,13 +52,18 @@ def rendered(name: str) -> list[dict[str, Any]]:
     return copy.deepcopy(_RENDERED[name])
 
 
-def with_cert_manager(tmp_path: Path, overlay: str = "standalone") -> list[dict[str, Any]]:
-    """An overlay as a user composes it with the optional cert-manager component."""
+def with_component(tmp_path: Path, overlay: str = "standalone",
+                   component: str = "cert-manager") -> list[dict[str, Any]]:
+    """An overlay as a user composes it with one of the optional components."""
     rel = os.path.relpath(DEPLOY, tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{rel}/{overlay}]\ncomponents: [{rel}/components/cert-manager]\n")
+        f"resources: [{rel}/{overlay}]\ncomponents: [{rel}/components/{component}]\n")
     return render(tmp_path)
+
+
+def with_cert_manager(tmp_path: Path, overlay: str = "standalone") -> list[dict[str, Any]]:
+    return with_component(tmp_path, overlay, "cert-manager")
 
 
 def one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -143,10 +148,11 @@ def _validate_builtin(docs: list[dict[str, Any]], version: str) -> list[str]:
 @needs_kubectl
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("name", ["standalone", "beside-upstream", "shim-namespaced",
-                                  "cert-manager"])
+                                  "cert-manager", "telemetry"])
 def test_every_built_in_object_validates_offline(name: str, version: str,
                                                  tmp_path: Path) -> None:
-    docs = with_cert_manager(tmp_path) if name == "cert-manager" else rendered(name)
+    docs = with_component(tmp_path, component=name) if name in ("cert-manager", "telemetry") \
+        else rendered(name)
     assert _validate_builtin(docs, version) == []
 
 
@@ -368,6 +374,30 @@ def test_the_cert_manager_objects_are_beside_the_decider(tmp_path: Path, overlay
     inject = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")["metadata"][
         "annotations"]["cert-manager.io/inject-ca-from"]
     assert decider == NS and inject.startswith(f"{NS}/")
+
+
+@pytest.mark.parametrize("overlay", ["standalone", "beside-upstream"])
+def test_the_telemetry_component_turns_traces_and_metrics_on_to_the_collector(
+        tmp_path: Path, overlay: str) -> None:
+    """The collector's address alone turns nothing on (every signal is off unless its exporter
+    is named): the component names both, for the decider and the shim."""
+    from decider_client import telemetry
+
+    docs = with_component(tmp_path, overlay, "telemetry")
+    collector = one(render(DEPLOY / "observability"), "Service", "otel-collector")
+    port = next(p["port"] for p in collector["spec"]["ports"] if p["name"] == "otlp-grpc")
+    endpoint = f"http://{collector['metadata']['name']}.{collector['metadata']['namespace']}:{port}"
+    for deployment in ("jobset-decider", "decider-shim"):
+        env_list = container(docs, deployment)["env"]
+        names = [e["name"] for e in env_list]
+        assert len(names) == len(set(names)), names
+        env = {e["name"]: e["value"] for e in env_list if "value" in e}
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+        on = telemetry.setup(deployment, env=env)
+        try:
+            assert on.tracing and on.metering, deployment
+        finally:
+            on.shutdown(0.1)
 
 
 def test_the_cert_manager_component_replaces_the_self_signed_mode(tmp_path: Path) -> None:
