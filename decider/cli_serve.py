@@ -239,7 +239,8 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         DEFAULT_MAX_PENDING,
     )
 
-    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--host", default="0.0.0.0",
+                       help="address to listen on (default 0.0.0.0: every address, IPv6 and IPv4)")
     serve.add_argument("--port", type=int, default=50051, help="port (default 50051; 0: any)")
     serve.add_argument("--workers", type=int, default=0,
                        help="decision worker processes (default 0: one per available core)")

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from aiohttp import http_exceptions, web
 from decider import admission_review as ar
 from decider.dispatch import INVALID_ARGUMENT, OK, RESOURCE_EXHAUSTED
 from decider.pool import Busy, Overrun, WorkerLost, WorkerPool
+from decider_client.listen import bind_every_address, is_wildcard
 
 log = logging.getLogger("decider.webhook")
 
@@ -134,17 +136,38 @@ class Webhook:
             aiohttp_log.addFilter(_MALFORMED)
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port,
-                           ssl_context=self.tls, reuse_port=False)
         try:
+            if is_wildcard(self.config.host):
+                # One socket for every address, IPv6 and IPv4 (as the gRPC port listens): the
+                # API server may call from either, and port 0 must be one port, not one each.
+                sock = bind_every_address(self._listening_socket, self.config.host)
+                site: web.BaseSite = web.SockSite(self._runner, sock, ssl_context=self.tls)
+                self.port = sock.getsockname()[1]
+            else:
+                site = web.TCPSite(self._runner, self.config.host, self.config.port,
+                                   ssl_context=self.tls, reuse_port=False)
             await site.start()
         except OSError as exc:
             await self._runner.cleanup()
             raise OSError(f"--webhook-port: cannot bind {self.config.host}:"
                           f"{self.config.port}: {exc.strerror or exc}") from None
-        self.port = site.port
+        if not is_wildcard(self.config.host):
+            self.port = site.port  # type: ignore[attr-defined]
         self._watch = asyncio.ensure_future(self._watch_certificates())
         return self.port
+
+    def _listening_socket(self, host: str) -> socket.socket:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((host, self.config.port))
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     async def stop(self) -> None:
         if self._watch is not None:

@@ -14,11 +14,14 @@ turn into a stream of health RPCs.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from decider_client.listen import bind_every_address
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,21 @@ class Health:
         return why
 
 
+class _Server(ThreadingHTTPServer):
+    """Listens on an IPv6 address when given one (and on IPv4 too for "::")."""
+
+    def __init__(self, address: tuple[str, int], handler: Any) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6:
+            # Dual-stack whatever the node's net.ipv6.bindv6only says.
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
 class HealthServer:
     """The two endpoints on a port of their own, in a daemon thread."""
 
@@ -88,7 +106,7 @@ class HealthServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd = bind_every_address(lambda addr: _Server((addr, port), Handler), host)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="shim-health",

@@ -133,6 +133,8 @@ def _prometheus(port: int, env: Mapping[str, str], aggregates: Aggregates | None
                 metrics_data = aggregates.merge(metrics_data)
             super()._receive_metrics(metrics_data, timeout_millis=timeout_millis, **kwargs)
 
+    from decider_client.listen import bind_every_address
+
     host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "0.0.0.0"
-    start_http_server(port, addr=host)
+    bind_every_address(lambda addr: start_http_server(port, addr=addr), host)
     return Reader()
