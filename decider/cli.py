@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from decider.cli_common import EXIT_INVALID, EXIT_UNAVAILABLE, UsageError, parse_gates
 from decider.cli_common import fail as _fail
 from decider.cli_serve import cmd_serve, serve_flags
+from decider.core.times import parse_rfc3339
 from decider_client import observe, render
 from decider_client.documents import group_by_jobset, jobset_key, load_objects, split_subject
 from decider_client.errors import ObservationError
@@ -41,15 +42,16 @@ def _read(path: str) -> str:
 
 
 def parse_now(text: str | None) -> datetime:
-    if not text:
+    """--now, read as the decider reads the times of its input (RFC 3339, as Go's time.Parse):
+    a shell variable left empty is refused rather than taken for the wall clock."""
+    if text is None:
         return datetime.now(UTC)
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+    t = parse_rfc3339(text)
+    if t is None:
+        if parse_rfc3339(text + "Z") is not None:
+            raise UsageError(f"--now: {text!r} has no time zone (add Z or an offset)")
         raise UsageError(f"--now: {text!r} is not an RFC 3339 time "
-                         "(e.g. 2026-01-01T00:00:00Z)") from None
-    if t.tzinfo is None:
-        raise UsageError(f"--now: {text!r} has no time zone (add Z or an offset)")
+                         "(e.g. 2026-01-01T00:00:00Z)")
     try:
         return t.astimezone(UTC)
     except OverflowError:

@@ -109,10 +109,18 @@ def test_server_prints_the_same_bytes(server: BackgroundServer) -> None:
     (["--fail", ":PodFailurePolicy"], "--fail: names a Job"),
     (["--max-passes", "5000"], "max_passes: must be between 0"),
     (["--now", "yesterday"], "--now: 'yesterday' is not an RFC 3339 time"),
+    # As the input's times are read (Go's time.Parse(RFC3339)); an empty value (an unset
+    # shell variable) is not the wall clock.
+    (["--now", "2026-01-01T00:00:00z"], "--now: '2026-01-01T00:00:00z' is not an RFC 3339 time"),
+    (["--now", "20260101T000000Z"], "--now: '20260101T000000Z' is not an RFC 3339 time"),
+    (["--now", "2026-01-01T00:00Z"], "--now: '2026-01-01T00:00Z' is not an RFC 3339 time"),
+    (["--now", ""], "--now: '' is not an RFC 3339 time"),
+    (["--now", "2026-01-01T00:00:00"], "--now: '2026-01-01T00:00:00' has no time zone"),
     (["--now", "0001-01-01T00:00:00+01:00"], "is outside years 0001-9999 in UTC"),
     (["--now", "9999-12-31T23:59:59-01:00"], "is outside years 0001-9999 in UTC"),
 ], ids=["negative-at", "at-not-a-number", "fail-without-job", "too-many-passes", "bad-now",
-        "now-before-year-1-in-utc", "now-after-year-9999-in-utc"])
+        "now-lower-case-z", "now-basic-format", "now-without-seconds", "now-empty",
+        "now-without-zone", "now-before-year-1-in-utc", "now-after-year-9999-in-utc"])
 def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
     out = decider("simulate", "-f", str(EXAMPLE), *args)
     assert out.returncode == 2

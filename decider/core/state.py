@@ -11,6 +11,7 @@ import orjson
 from decider.core.errors import TooLarge
 from decider.core.jobset import JobSet
 from decider.core.model import Action, Event, FailureOutcome, Observed, Options
+from decider.core.times import parse_rfc3339
 
 
 def format_time(t: datetime) -> str:
@@ -47,13 +48,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def parse_time(value: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    """A time of the input (checked by times.check as it was read); None when absent."""
+    return parse_rfc3339(value) if value else None
 
 
 @dataclass(slots=True)

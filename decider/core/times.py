@@ -15,27 +15,34 @@ from datetime import datetime
 from decider.core.errors import InvalidInput
 from decider.core.model import ObservedJob
 
-# Go's time.RFC3339 layout as time.Parse accepts it: a fraction of a second is optional, the
-# zone is Z or an offset.
+# Go's time.RFC3339 layout as time.Parse accepts it (metav1.Time's JSON): ASCII digits, an
+# upper-case T and Z, a fraction of a second optional, the zone Z or an offset. A lower-case z
+# or a non-ASCII digit is refused by the API server, and was read here as "no time" by one
+# reader while another admitted it: a failure policy blamed the wrong Job.
 _RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII)
 
 
-def is_rfc3339(value: str) -> bool:
-    if not _RFC3339.fullmatch(value):
-        return False
-    text = value.upper().replace("Z", "+00:00")
-    # The pattern checks the shape; this checks the ranges (month 13, hour 24, Feb 30).
+def parse_rfc3339(value: str) -> datetime | None:
+    """The instant an RFC 3339 time names, as Go's time.Parse(time.RFC3339) reads it (a fraction
+    past microseconds is cut); None for anything it refuses, out-of-range fields included."""
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
     head, dot, rest = text.partition(".")
     if dot:
-        # fromisoformat takes at most 6 digits of fraction; the value's range is all we check.
+        # fromisoformat takes at most 6 digits of fraction.
         digits = len(rest) - len(rest.lstrip("0123456789"))
         text = head + "." + rest[:min(digits, 6)].ljust(6, "0") + rest[digits:]
     try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
+        return datetime.fromisoformat(text)
+    except ValueError:  # month 13, hour 24, Feb 30
+        return None
+
+
+def is_rfc3339(value: str) -> bool:
+    return parse_rfc3339(value) is not None
 
 
 def check(value: object, field: str, seen: set[str] | None = None) -> None:
