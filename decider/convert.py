@@ -152,6 +152,7 @@ def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
 def _check_job_names(jobs: Any, field_of: Callable[[int], str]) -> None:
     # The field is named only for a name found wrong: ten thousand f-strings a request cost
     # more than the check.
+    seen: set[str] = set()
     for i, job in enumerate(jobs):
         name = job.name
         if not name:
@@ -159,6 +160,12 @@ def _check_job_names(jobs: Any, field_of: Callable[[int], str]) -> None:
         if len(name) > limits.MAX_NAME_BYTES:
             raise InvalidInput.at(field_of(i), f"must be no more than {limits.MAX_NAME_BYTES} "
                                                "characters")
+        # A namespace holds one object of a name: a Job given twice (two listings pasted
+        # together) would be counted twice in the status that is written.
+        if name in seen:
+            raise InvalidInput.at(field_of(i), f"Duplicate value: {name!r}: a Job is observed "
+                                               "once")
+        seen.add(name)
 
 
 def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:

@@ -238,3 +238,23 @@ def test_rfc3339_times_as_the_api_server_writes_them_are_taken(value: str) -> No
     reply = dispatch.answer("Decide", _decide_request(
         _jobset(), [_job(failed_at=value, created=value)]).SerializeToString(), DEFAULT)
     assert reply.code == dispatch.OK, reply.message
+
+
+@pytest.mark.parametrize("same_uid", [True, False], ids=["same-object-twice", "two-uids"])
+def test_a_job_observed_twice_is_invalid_argument_naming_the_second(same_uid: bool) -> None:
+    """A namespace holds one object of a name (two listings pasted together give the same Job
+    twice); counted twice, it doubled the replicated Job's active and ready counts."""
+    first, second = _job(), _job()
+    if not same_uid:
+        second["metadata"]["uid"] = "j-2"
+    message = _decide_error(_decide_request(_jobset(), [first, second]))
+    assert message.startswith("jobs[1].name: Duplicate value: 'trainer-leader-0'"), message
+
+
+def test_a_job_observed_twice_in_observed_json_names_its_object() -> None:
+    request = pb.DecideRequest(jobset_json=json.dumps(_jobset()),
+                               observed_json=[json.dumps(_job()), json.dumps(_job())])
+    request.now.FromJsonString("2026-01-01T00:00:00Z")
+    message = _decide_error(request)
+    assert message.startswith("observed_json[1]"), message
+    assert "Duplicate value" in message
