@@ -10,6 +10,7 @@ from typing import Any
 from decider import limits
 from decider.convert import _dumps, feature_gates, gang_choice, parse_json, parse_object
 from decider.convert_gang import _gang_objects, _remap_existing
+from decider.core.constants import API_VERSION
 from decider.core.errors import FieldError, InvalidInput
 from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
@@ -31,6 +32,7 @@ def validate_response(req: pb.ValidateRequest,
         return _validate_job(req, obj, lim)
     if req.old_object_json:
         old = parse_object(req.old_object_json, "old_object_json", lim)
+        _check_old_jobset(old)
         result = obj
         errors = admission.validate_update(obj, old, gates)
     else:
@@ -43,6 +45,17 @@ def validate_response(req: pb.ValidateRequest,
     # sees why, rather than left to fail every reconcile.
     errors += [FieldError(f, m) for f, m in limits.jobset_replica_errors(result, lim)]
     return _validation(errors, result)
+
+
+def _check_old_jobset(old: dict[str, Any]) -> None:
+    """The API server's oldObject is a JobSet it stored; anything else is the caller's mistake,
+    and compared field by field it came out as a false "field is immutable"."""
+    if old.get("kind") != "JobSet" or old.get("apiVersion") != API_VERSION:
+        raise InvalidInput.at("old_object_json", f"must be a {API_VERSION} JobSet, as "
+                                                 "object_json is")
+    for part in ("metadata", "spec"):
+        if not isinstance(old.get(part), dict):
+            raise InvalidInput.at(f"old_object_json.{part}", "must be an object")
 
 
 def _validation(errors: list[FieldError], obj: dict[str, Any]) -> pb.ValidateResponse:

@@ -84,11 +84,11 @@ def test_row3_a_fail_jobset_rule_fails_after_one_pass_and_is_named() -> None:
     got = simulate("--fail", "trainer-workers-1:PodFailurePolicy:evicted: node drained")
     first = got["steps"][0]["plan"]
     assert first["status"]["terminalState"] == "Failed"
-    assert first["failurePolicy"]["rule"] == "no-retry"
+    assert first["failurePolicy"]["rule"] == "noRetry"
     o = got["outcome"]
     assert (o["terminalState"], o["reason"]) == ("Failed", "FailJobSetFailurePolicyAction")
     assert o["failurePolicy"][0]["message"] == "evicted: node drained"
-    assert o["summary"] == ("job trainer-workers-1 fails with PodFailurePolicy: rule no-retry "
+    assert o["summary"] == ("job trainer-workers-1 fails with PodFailurePolicy: rule noRetry "
                             "matches, action FailJobSet: the JobSet fails; 3 Jobs are deleted")
 
 

@@ -81,8 +81,30 @@ def test_update_of_immutable_field_is_rejected(tmp_path: Path) -> None:
     assert any(e["field"].startswith("spec.replicatedJobs") for e in errors)
 
 
-def test_example_is_valid() -> None:
-    out = decider("validate", "-f", str(EXAMPLE))
+@pytest.mark.parametrize(("old", "said"), [
+    pytest.param({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                  "spec": {}}, "old_object_json: must be a jobset.x-k8s.io/v1alpha2 JobSet",
+                 id="a-job"),
+    pytest.param({**_minimal(), "spec": 5}, "old_object_json.spec: must be an object",
+                 id="spec-not-an-object"),
+    pytest.param({**_minimal(), "metadata": 7}, "old_object_json.metadata: must be an object",
+                 id="metadata-not-an-object"),
+])
+def test_an_old_object_that_is_no_jobset_is_refused_not_compared(tmp_path: Path, old: dict,
+                                                                  said: str) -> None:
+    """Compared field by field, it gave a false "spec.replicatedJobs: field is immutable"."""
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    out = decider("validate", "-f", "-", "--old", str(tmp_path / "old.json"),
+                  stdin=json.dumps(_minimal()))
+    assert out.returncode == 2
+    assert out.stdout == "" and said in out.stderr, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")
+                                           if "kind: JobSet" in p.read_text()))
+def test_every_example_jobset_is_admissible(example: str) -> None:
+    """The README's walk-throughs start from these files: upstream's webhook must admit them."""
+    out = decider("validate", "-f", str(ROOT / "examples" / example), "-o", "json")
     assert out.returncode == 0, out.stdout + out.stderr
 
 
