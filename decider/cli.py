@@ -32,6 +32,8 @@ GANG_KINDS = ("Workload", "PodGroup")
 def _read(path: str) -> str:
     try:
         if path == "-":
+            if sys.stdin is None:  # started with standard input closed (<&-)
+                raise UsageError("-: there is no standard input to read (it is closed)")
             return sys.stdin.read()
         with open(path, encoding="utf-8") as fh:
             return fh.read()
@@ -272,9 +274,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Flags naming files: a path may be any bytes; every other value goes into the request.
+_PATH_FLAGS = frozenset({"file", "old", "func"})
+
+
+def _check_text(args: argparse.Namespace) -> None:
+    """Values bound for the request are protobuf strings, which must be UTF-8: bytes that are
+    not (Python keeps them as lone surrogates) are refused naming their flag, not a traceback
+    when the request is built."""
+    for dest, value in vars(args).items():
+        if dest in _PATH_FLAGS or args.command == "serve":
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            # Simulation events are (kind, value, at, flag) tuples.
+            flag, text = (item[3], item[1]) if isinstance(item, tuple) else \
+                (f"--{dest.replace('_', '-')}", item)
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise UsageError(f"{flag}: {text!r} is not valid UTF-8") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_text(args)
         return args.func(args)
     except (UsageError, ObservationError) as exc:
         _fail(str(exc))

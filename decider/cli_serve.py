@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import sys
 from typing import Any
 
 from decider.cli_common import EXIT_UNAVAILABLE, UsageError, fail, parse_gates
@@ -191,8 +192,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          f"{exc.strerror or exc}") from None
 
     def ready(port: int) -> None:
-        # This line's last word is the address: shim/local_decider.py reads it.
-        print(f"decider: serving decider.v1.Decider on {args.host}:{port}", flush=True)
+        # This line's last word is the address: shim/local_decider.py reads it. With the
+        # decision log on standard output it goes to standard error, so that the output stays
+        # a log `decider replay` reads.
+        print(f"decider: serving decider.v1.Decider on {args.host}:{port}", flush=True,
+              file=sys.stderr if args.decision_log == "-" else sys.stdout)
         scheme = "plaintext" if config.tls is None else "TLS, client certificates required" \
             if config.tls.client_ca else "TLS"
         logging.getLogger("decider.server").info(

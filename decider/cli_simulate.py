@@ -42,7 +42,25 @@ def _at_seconds(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    if value > _INT64_MAX:  # the contract's at_seconds is an int64
+        raise argparse.ArgumentTypeError(f"must be at most {_INT64_MAX:,}, got {value:,}")
     return value
+
+
+def _max_passes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    # The server says what the range is; a value past the contract's int32 cannot be sent.
+    if not -(2**31) <= value < 2**31:
+        from decider.core.simulate import MAX_PASSES
+
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_PASSES}, got {value:,}")
+    return value
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def simulation_events(flags: list[tuple[str, Any, int, str]]) -> list[Any]:
@@ -104,7 +122,7 @@ def add_simulate_parser(sub: Any) -> None:
                         help="the JobSet is suspended")
     events.add_argument("--resume", action=_EventFlag, const="JobSetResumed", nargs=0,
                         help="the JobSet is resumed")
-    sim.add_argument("--max-passes", type=int, default=0,
+    sim.add_argument("--max-passes", type=_max_passes, default=0,
                      help=f"Decide passes at most (default {DEFAULT_MAX_PASSES}, at most "
                           f"{MAX_PASSES})")
     sim.add_argument("--feature-gates", help="e.g. RestartJob=true")

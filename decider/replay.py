@@ -95,6 +95,9 @@ def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Ou
         raise ReplayInputError(f"line {number}: unknown method {method!r}")
     if record.get("request") is None:
         return outcome, False
+    if not isinstance(record["request"], dict):
+        raise ReplayInputError(f"line {number}: request: must be an object (the request as "
+                               f"JSON), not {type(record['request']).__name__}")
     try:
         request = json_format.ParseDict(record["request"], spec.request())
     except json_format.ParseError as exc:
