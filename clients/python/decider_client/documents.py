@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -12,12 +13,15 @@ from decider_client.errors import ObservationError
 
 
 def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
-    """Every object in `text`: several YAML documents, a JSON document, or `kind: List`s of them.
+    """Every object in `text`: YAML documents, JSON values, or `kind: List`s of them.
 
     Raises ObservationError with a one-line reason when the text is not YAML/JSON objects.
     """
     try:
-        docs = yaml_guard.load_all(text)
+        docs = _json_values(text) if _JSON_START.match(text) else yaml_guard.load_all(text)
+    except json.JSONDecodeError as exc:
+        raise ObservationError(source, f"not valid YAML or JSON at line {exc.lineno}, "
+                                       f"column {exc.colno}: {exc.msg}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -50,6 +54,57 @@ def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
         return json.loads(json.dumps(out, default=_reject))
     except ValueError as exc:
         raise ObservationError(source, str(exc)) from None
+
+
+# kubectl (k8s.io/apimachinery's YAMLOrJSONDecoder) reads a text that starts with `{` or `[`
+# as JSON, where YAML 1.1 would misread numbers: `1e5` is a float to JSON, a string to PyYAML.
+_JSON_START = re.compile(r"\s*[{\[]")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+# Strings (brackets in them do not count) and brackets: what nesting depth the text reaches.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{\[\]}]')
+
+
+def _json_values(text: str) -> list[Any]:
+    """The JSON values in `text`, one after another as Go's json.Decoder reads a stream;
+    json.JSONDecodeError, with the place, when it is not JSON or is nested more than
+    yaml_guard.MAX_DEPTH levels deep (a node at that depth counted as the YAML reader does)."""
+    deep = _too_deep_at(text)
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    pos = _JSON_SPACE.match(text).end()
+    try:
+        while pos < len(text):
+            value, pos = decoder.raw_decode(text, pos)
+            values.append(value)
+            pos = _JSON_SPACE.match(text, pos).end()
+    except json.JSONDecodeError as exc:
+        # The first fault in the text is the one named, as the YAML reader does.
+        if deep is None or exc.pos < deep:
+            raise
+    except RecursionError:  # json's parser recurses: only far past the depth found above
+        deep = pos if deep is None else deep
+    if deep is not None:
+        raise json.JSONDecodeError(f"nested more than {yaml_guard.MAX_DEPTH} levels deep",
+                                   text, deep)
+    return values
+
+
+def _too_deep_at(text: str) -> int | None:
+    """Where the first node deeper than yaml_guard.MAX_DEPTH starts, if any: the first thing in
+    a container MAX_DEPTH deep (the YAML reader counts every node, scalars and keys too)."""
+    if text.count("{") + text.count("[") < yaml_guard.MAX_DEPTH:
+        return None  # cannot nest that deep: spares the scan for most texts
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        if token[0] in ("{", "["):
+            depth += 1
+            if depth == yaml_guard.MAX_DEPTH:
+                inside = _JSON_SPACE.match(text, token.end()).end()
+                if text[inside:inside + 1] not in ("}", "]"):
+                    return inside
+        elif token[0] in ("}", "]"):
+            depth -= 1
+    return None
 
 
 def _reject(value: Any) -> Any:

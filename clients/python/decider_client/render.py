@@ -250,7 +250,8 @@ def simulation_to_dict(response: pb.SimulateResponse) -> dict[str, Any]:
 def dumps(data: Any, fmt: str = "json") -> str:
     """The CLI's one serialization: indented JSON, or YAML with keys in the same order."""
     if fmt == "yaml":
-        import yaml
+        # Imported here: JSON output, the default, need not load PyYAML.
+        from decider_client import yaml_guard
 
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+        return yaml_guard.dump(data)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

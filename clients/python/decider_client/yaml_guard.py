@@ -6,10 +6,15 @@ JSON round trip of `decider decide -f` took minutes and gigabytes before giving 
 behind kubectl and the API server, refuses "excessive aliasing" instead; this loader applies the
 same budget. Deep nesting ran PyYAML's recursive composer out of stack (a RecursionError
 traceback); it is refused at a depth no Kubernetes object comes near.
+
+Scalars are read and written as go-yaml v2 (kubectl's YAML) reads them, where PyYAML's YAML 1.1
+differs in a way that changes a value: a timestamp-like scalar stays the text it is, and a
+string go-yaml would read as a number or bool is written quoted.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +39,17 @@ def allowed_alias_ratio(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - _RATIO_LOW) / (_RATIO_HIGH - _RATIO_LOW)
 
 
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
 class _Loader(yaml.SafeLoader):
+    # go-yaml v2, decoding into interface{} as kubectl does, keeps a timestamp-like scalar as
+    # its text; PyYAML's datetime would come back re-spelled ("2026-01-01 10:00:00" as
+    # "2026-01-01T10:00:00"). An explicit !!timestamp tag still makes a datetime.
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
@@ -112,8 +127,8 @@ def _check_expansion(root: yaml.Node) -> None:
 
 
 def load_all(text: str) -> list[Any]:
-    """Every document in `text`, as yaml.safe_load_all gives them, within the limits above;
-    yaml.YAMLError (with the mark of the offending node) otherwise."""
+    """Every document in `text`, as yaml.safe_load_all gives them (timestamps left as text),
+    within the limits above; yaml.YAMLError (with the mark of the offending node) otherwise."""
     loader = _Loader(text)
     try:
         docs = []
@@ -122,3 +137,62 @@ def load_all(text: str) -> list[Any]:
         return docs
     finally:
         loader.dispose()
+
+
+# go-yaml v2's resolve(): these words, then by the first character ('+', '-', a digit, '.') an
+# int (strconv.ParseInt/ParseUint, base 0, underscores dropped) or a float.
+_GO_WORDS = frozenset((
+    "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
+    "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
+    "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN",
+    ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"))
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)")
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+# After a leading '.', go-yaml hands the scalar as it is to strconv.ParseFloat: Go's float
+# syntax, underscores only between digits.
+_GO_DOT_FLOAT = re.compile(r"\.[0-9](_?[0-9])*([eE][-+]?[0-9](_?[0-9])*)?")
+
+
+def go_yaml_v2_reads_as_string(text: str) -> bool:
+    """Whether go-yaml v2 reads `text`, written as a plain scalar, back as a string."""
+    if not text or text in _GO_WORDS:  # "" is null
+        return False
+    if text[0] == ".":
+        return not (_GO_DOT_FLOAT.fullmatch(text) and _finite(text))
+    if text[0] not in "+-0123456789":
+        return True
+    plain = text.replace("_", "")
+    number = _GO_INT.fullmatch(plain)
+    if number:
+        value = int(plain, 8 if plain.lstrip("+-")[1:2].isdigit() else 0)
+        # ParseInt takes int64; ParseUint, unsigned text only, takes the rest of uint64.
+        if -(2**63) <= value < 2**63 or (not number[1] and value < 2**64):
+            return False
+    # Out of range, Go's ParseFloat fails and the scalar stays a string.
+    return not (_GO_FLOAT.fullmatch(plain) and _finite(plain))
+
+
+def _finite(text: str) -> bool:
+    return abs(float(text)) != float("inf")
+
+
+_STR = "tag:yaml.org,2002:str"
+_GO_NON_STRING = "tag:go-yaml-v2:non-string"  # any tag but !!str: only the emitter sees it
+
+
+class _Dumper(yaml.SafeDumper):
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        tag = super().resolve(kind, value, implicit)
+        # The emitter writes a string plain only when its plain form resolves back to !!str:
+        # a string kubectl would read as a number or bool (1e3, y, 0o17, 08: plain text to
+        # PyYAML's YAML 1.1) is told apart, so it is quoted. Done here rather than with
+        # implicit resolvers because go-yaml's ranges are not regular (1e999 stays a string).
+        if (kind is yaml.ScalarNode and implicit[0] and tag == _STR
+                and not go_yaml_v2_reads_as_string(value)):
+            return _GO_NON_STRING
+        return tag
+
+
+def dump(data: Any) -> str:
+    """`data` as block YAML, keys in their order, that kubectl reads back to the same values."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
