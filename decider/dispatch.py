@@ -109,9 +109,24 @@ def safe_text(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# A status message travels in the grpc-message trailer, and clients cap trailers: gRPC's C core
+# refuses some past 8 KiB and all past 16 KiB (the call then fails with RESOURCE_EXHAUSTED,
+# "Stream removed", naming nothing), Node's about 64 KiB (the call hung to its deadline). A
+# message quoting a huge value of the input is cut well inside that; its start names the field.
+MAX_STATUS_MESSAGE_BYTES = 2048
+
+
+def bounded_message(text: str) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= MAX_STATUS_MESSAGE_BYTES:
+        return text
+    head = data[:MAX_STATUS_MESSAGE_BYTES - 64].decode("utf-8", "ignore")
+    return f"{head}... ({len(data) - len(head.encode('utf-8')):,} more bytes cut)"
+
+
 def failure(code: int, message: str, extra: tuple[bytes, bytes, bytes] = (b"", b"", b"")
             ) -> Reply:
-    return Reply(code, safe_text(message).encode("utf-8"), *extra)
+    return Reply(code, bounded_message(safe_text(message)).encode("utf-8"), *extra)
 
 
 def _decide(request: pb.DecideRequest, limits: Limits, facts: bool,

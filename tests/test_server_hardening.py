@@ -401,3 +401,20 @@ def test_pathological_patterns_are_matched_in_linear_time(stub, pattern: str,
     # None of them matches its message: the JobSet restarts rather than failing.
     assert resp.status.terminal_state == ""
     assert resp.status.restarts == 1
+
+
+@pytest.mark.parametrize("size", [9_000, 20_000, 200_000], ids=["9k", "20k", "200k"])
+def test_a_message_quoting_a_huge_value_is_cut_and_still_invalid_argument(
+        channel: grpc.Channel, size: int) -> None:
+    """Status messages travel in a trailer that clients cap (gRPC's C core refuses some past
+    8 KiB, all past 16 KiB): a message quoting the input whole arrived as RESOURCE_EXHAUSTED
+    'Stream removed', naming nothing."""
+    request = pb.DecideRequest(jobset_json=json.dumps({"kind": "x" * size}))
+    request.now.GetCurrentTime()
+    for _ in range(10):  # the soft limit refuses at random
+        with pytest.raises(grpc.RpcError) as caught:
+            pb_grpc.DeciderStub(channel).Decide(request, timeout=30)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+        details = caught.value.details()
+        assert details.startswith("kind: must be \"JobSet\""), details[:200]
+        assert len(details.encode()) <= 2048 and details.endswith("more bytes cut)")
