@@ -23,6 +23,9 @@ def _read_pem(path: str, flag: str) -> bytes:
         raise UsageError(f"{flag}: {path}: {exc}") from None
 
 
+_C_INT_MAX = 2**31 - 1
+
+
 def _finite(flag: str, value: float) -> None:
     # argparse's float() takes "nan" and "inf": a nan deadline never compares as passed, and an
     # infinite drain never ends.
@@ -70,6 +73,15 @@ def server_config(args: argparse.Namespace) -> Any:
         _finite(flag, value)
         if value < 0:
             raise UsageError(f"{flag}: must not be negative, got {value}")
+    # gRPC takes these as C ints (milliseconds for the age), the kernel's address-space limit
+    # as bytes in 64 bits: a larger value was a traceback when the server or a worker started.
+    for flag, value, most in (("--max-message-bytes", args.max_message_bytes, _C_INT_MAX),
+                              ("--max-connection-age", args.max_connection_age,
+                               _C_INT_MAX // 1000),
+                              ("--max-worker-memory-mb", args.max_worker_memory_mb,
+                               (2**63 - 1) >> 20)):
+        if value > most:
+            raise UsageError(f"{flag}: must be at most {most:,}, got {value:,}")
     _port("--port", args.port)
     _port("--metrics-port", args.metrics_port)
     webhook = webhook_config(args) if args.webhook_port is not None else None

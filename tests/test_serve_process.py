@@ -202,10 +202,15 @@ def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
     (["--port", "-5"], "--port: -5 is not a port"),
     (["--metrics-port", "70000"], "--metrics-port: 70000 is not a port"),
     (["--webhook-port", "0", "--webhook-timeout", "nan"], "--webhook-timeout: must be a finite"),
+    # gRPC's C ints and the kernel's 64-bit limit: a larger value was a traceback at start.
+    (["--max-message-bytes", "2147483648"], "--max-message-bytes: must be at most 2,147,483,647"),
+    (["--max-connection-age", "1e12"], "--max-connection-age: must be at most 2,147,483"),
+    (["--max-worker-memory-mb", "99999999999999"], "--max-worker-memory-mb: must be at most"),
 ], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline", "nan-deadline",
         "endless-drain", "negative-kill-grace", "port-wraps-around", "negative-port",
         "metrics-port-out-of-range",
-        "nan-webhook-timeout"])
+        "nan-webhook-timeout", "message-bytes-past-c-int", "connection-age-past-c-int-ms",
+        "worker-memory-past-64-bits"])
 def test_bad_serve_flags_exit_2_naming_the_flag(flags: list[str], needle: str) -> None:
     done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0", *flags],
                           capture_output=True, text=True, cwd=ROOT, timeout=30)
