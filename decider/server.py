@@ -22,9 +22,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import _async as health_async
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import _async as reflection_async
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from decider import ended_calls
+from decider import decoded_services, ended_calls
 from decider.decision_log import DecisionLog
 from decider.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
 from decider.limits import Limits
@@ -222,11 +223,16 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
     # The asynchronous health servicer: the synchronous one fails every Check in an aio server
     # under an interceptor (pitfalls.md). Health and reflection get no spans: probes every few
     # seconds would bury the decisions.
+    # Both registered through decoded_services: a request they cannot decode is the client's
+    # INVALID_ARGUMENT, not UNKNOWN with an ERROR traceback in this server's log.
+    guarded = decoded_services.Registrar(server)
     health_servicer = health_async.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, guarded)
     if config.reflection:
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME), server)
+        # What reflection.enable_server_reflection does for an aio server, on the guard.
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            reflection_async.ReflectionServicer(
+                (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)), guarded)
     # Bound before the workers start, so a taken port fails at once.
     if config.tls is not None:
         port = server.add_secure_port(config.address, config.tls.credentials())

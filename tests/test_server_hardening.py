@@ -418,3 +418,41 @@ def test_a_message_quoting_a_huge_value_is_cut_and_still_invalid_argument(
         details = caught.value.details()
         assert details.startswith("kind: must be \"JobSet\""), details[:200]
         assert len(details.encode()) <= 2048 and details.endswith("more bytes cut)")
+
+
+_UNDECODABLE = [pytest.param(b"\n\x02\xff\xfe", id="bad-utf8"),
+                pytest.param(b"\xff\xff\xff", id="corrupt")]
+
+
+@pytest.mark.parametrize("body", _UNDECODABLE)
+@pytest.mark.parametrize(("path", "kind"), [
+    ("/grpc.health.v1.Health/Check", "unary_unary"),
+    ("/grpc.health.v1.Health/Watch", "unary_stream"),
+    ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "stream_stream"),
+], ids=["health-check", "health-watch", "reflection"])
+def test_health_and_reflection_refuse_an_undecodable_request_as_invalid_argument(
+        channel: grpc.Channel, caplog: pytest.LogCaptureFixture, path: str, kind: str,
+        body: bytes) -> None:
+    """grpcio's stock servicers answered UNKNOWN and logged an ERROR with a traceback."""
+    call = getattr(channel, kind)(path)
+    with caplog.at_level(logging.INFO), pytest.raises(grpc.RpcError) as caught:
+        if kind == "unary_unary":
+            call(body, timeout=10)
+        elif kind == "unary_stream":
+            list(call(body, timeout=10))
+        else:
+            list(call(iter([body]), timeout=10))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+    assert "not a valid message" in caught.value.details()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # Still serving, and still answering good requests.
+    ok = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    assert ok.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_still_lists_services_through_the_guard(channel: grpc.Channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    answers = list(stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+    names = {s.name for s in answers[0].list_services_response.service}
+    assert {"decider.v1.Decider", "grpc.health.v1.Health"} <= names
