@@ -112,14 +112,20 @@ class ServerConfig:
         return self.workers or available_cpus()
 
 
-def server_options(max_message_bytes: int,
-                   max_connection_age: float = 0.0) -> list[tuple[str, Any]]:
+def server_options(max_message_bytes: int, max_connection_age: float = 0.0,
+                   max_decision_seconds: float = DEFAULT_MAX_DECISION_SECONDS
+                   ) -> list[tuple[str, Any]]:
     # Port sharing is on by default in grpcio: a second server would silently bind the same port.
     options: list[tuple[str, Any]] = [("grpc.so_reuseport", 0),
                                       ("grpc.max_receive_message_length", max_message_bytes),
                                       ("grpc.max_send_message_length", max_message_bytes)]
     if max_connection_age > 0:
         options.append(("grpc.max_connection_age_ms", int(max_connection_age * 1000)))
+        # Then the connection is closed once no call on it can still be running. It also ends
+        # the calls grpc.aio never answers: a unary call whose client half-closes without
+        # sending its message is never handed to a method, and hung until the connection went.
+        options.append(("grpc.max_connection_age_grace_ms",
+                        int(min((max_decision_seconds + 1) * 1000, 2**31 - 1))))
     return options
 
 
@@ -217,7 +223,8 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
                       kill_grace=config.kill_grace)
     decision_log = DecisionLog(config.decision_log) if config.decision_log else None
     server = grpc.aio.server(options=server_options(config.limits.max_message_bytes,
-                                                    config.max_connection_age))
+                                                    config.max_connection_age,
+                                                    config.max_decision_seconds))
     observe = RpcTelemetry(telemetry, pool, decision_log)
     server.add_generic_rpc_handlers((DeciderService(pool, config, observe).handler(),))
     # The asynchronous health servicer: the synchronous one fails every Check in an aio server

@@ -456,3 +456,61 @@ def test_reflection_still_lists_services_through_the_guard(channel: grpc.Channel
         iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
     names = {s.name for s in answers[0].list_services_response.service}
     assert {"decider.v1.Decider", "grpc.health.v1.Health"} <= names
+
+
+def _h2_frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") \
+        + payload
+
+
+def _hpack_literal(name: bytes, value: bytes) -> bytes:
+    """A header as HPACK's literal without indexing, new name, no Huffman (RFC 7541 6.2.2)."""
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def _half_closed_call(target: str, path: str, wait: float) -> tuple[str, float]:
+    """A unary call sent as HEADERS with END_STREAM and no message, as a raw HTTP/2 client
+    (grpcio's clients always send one). Returns how it ended ("status", "closed" or "hung")
+    and when."""
+    import socket
+
+    host, port = target.rsplit(":", 1)
+    started = time.monotonic()
+    headers = (b"\x83\x86"  # :method POST, :scheme http (HPACK's static table)
+               + _hpack_literal(b":path", path.encode())
+               + _hpack_literal(b":authority", target.encode())
+               + _hpack_literal(b"content-type", b"application/grpc")
+               + _hpack_literal(b"te", b"trailers"))
+    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _h2_frame(4, 0, 0)
+                     + _h2_frame(1, 0x5, 1, headers))  # END_STREAM | END_HEADERS
+        buffer = b""
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return "closed", time.monotonic() - started
+                buffer += chunk
+                while len(buffer) >= 9:
+                    length = int.from_bytes(buffer[:3], "big")
+                    if len(buffer) < 9 + length:
+                        break
+                    kind, flags = buffer[3], buffer[4]
+                    stream = int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+                    buffer = buffer[9 + length:]
+                    if kind == 4 and not flags & 1:  # SETTINGS: acknowledged, as clients must
+                        sock.sendall(_h2_frame(4, 1, 0))
+                    if kind == 1 and stream == 1 and flags & 1:  # trailers: a status
+                        return "status", time.monotonic() - started
+        except (TimeoutError, ConnectionResetError):
+            return "hung" if time.monotonic() - started >= wait else "closed", \
+                time.monotonic() - started
+
+
+@pytest.mark.parametrize("path", ["/decider.v1.Decider/Decide", "/grpc.health.v1.Health/Check"])
+def test_a_call_half_closed_without_its_message_does_not_hang_forever(path: str) -> None:
+    """grpc.aio never hands such a call to a method nor answers it; the connection's age and
+    its grace (the longest a call may still run) end it."""
+    with BackgroundServer(workers=1, max_connection_age=0.5, max_decision_seconds=0.5) as srv:
+        ended, after = _half_closed_call(srv.target, path, wait=15)
+    assert ended in ("status", "closed") and after < 10, (ended, after)
