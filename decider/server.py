@@ -15,6 +15,7 @@ import math
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,30 @@ def server_options(max_message_bytes: int, max_connection_age: float = 0.0,
     return options
 
 
+# A flood of requests past --max-pending logged a warning each (hundreds a second).
+BUSY_REPORT_SECONDS = 10.0
+
+
+class _Occasional:
+    """A warning that repeats is logged once, then at most once per interval with how many
+    times it happened meanwhile."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._last = -math.inf
+        self._since = 0
+
+    def report(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            self._since += 1
+            return
+        more = f" ({self._since:,} more like it in the last {now - self._last:.0f}s)" \
+            if self._since else ""
+        log.warning("%s%s", message, more)
+        self._last, self._since = now, 0
+
+
 class DeciderService:
     """The Decider RPCs, each a pass-through of serialized bytes to a worker."""
 
@@ -136,6 +161,7 @@ class DeciderService:
         self.pool = pool
         self.config = config
         self.observe = observe
+        self._busy = _Occasional(BUSY_REPORT_SECONDS)
 
     def handler(self) -> grpc.GenericRpcHandler:
         # No (de)serializers: bytes in, bytes out. The worker parses, so a request that is not
@@ -170,7 +196,10 @@ class DeciderService:
             reply = await self.pool.run(method, payload, max(budget, 0.0), want)
         except Overrun as exc:
             return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
-        except (WorkerLost, Busy) as exc:
+        except Busy as exc:
+            self._busy.report(f"{method}: {exc}")
+            return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
+        except WorkerLost as exc:
             log.warning("%s: %s", method, exc)
             return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
         return reply.code, reply.message if reply.code != OK else "", reply

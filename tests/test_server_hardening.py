@@ -514,3 +514,18 @@ def test_a_call_half_closed_without_its_message_does_not_hang_forever(path: str)
     with BackgroundServer(workers=1, max_connection_age=0.5, max_decision_seconds=0.5) as srv:
         ended, after = _half_closed_call(srv.target, path, wait=15)
     assert ended in ("status", "closed") and after < 10, (ended, after)
+
+
+def test_a_repeated_warning_is_logged_once_then_with_a_count(caplog) -> None:
+    """Requests past --max-pending logged a warning each: hundreds a second under a flood."""
+    from decider.server import _Occasional
+
+    occasional = _Occasional(0.3)
+    with caplog.at_level(logging.WARNING, logger="decider.server"):
+        for _ in range(50):
+            occasional.report("Decide: 1024 requests are already waiting")
+        time.sleep(0.35)
+        occasional.report("Decide: 1024 requests are already waiting")
+    lines = [r.getMessage() for r in caplog.records if r.name == "decider.server"]
+    assert lines[0] == "Decide: 1024 requests are already waiting"
+    assert len(lines) == 2 and "(49 more like it in the last" in lines[1], lines

@@ -5,6 +5,7 @@ a Prometheus scrape, and health under every telemetry setting."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -371,3 +372,15 @@ def test_a_bad_otel_variable_exits_2_naming_it(env: dict[str, str], needle: str)
                           env={**os.environ, **env})
     assert done.returncode == 2
     assert needle in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_callers_bad_tracestate_is_warned_about_once_not_per_rpc(observed, caplog) -> None:
+    """OpenTelemetry warns on each malformed tracestate member: a client sending one on every
+    call flooded the log with a warning per RPC."""
+    stub, _, _ = observed
+    with caplog.at_level(logging.WARNING, logger="opentelemetry.trace.span"):
+        for _ in range(20):
+            stub.Decide(_example(), timeout=10, metadata=[("traceparent", PARENT),
+                                                          ("tracestate", "BAD KEY=1")])
+    warned = [r for r in caplog.records if r.name == "opentelemetry.trace.span"]
+    assert len(warned) <= 1, [r.getMessage() for r in warned]

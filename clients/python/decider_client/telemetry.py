@@ -131,7 +131,9 @@ def _quiet_exporter_logs() -> None:
                  "opentelemetry.exporter.otlp.proto.http.metric_exporter",
                  "opentelemetry.exporter.otlp.proto.http._log_exporter",
                  "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
-                 "opentelemetry.sdk.metrics._internal.export"):
+                 "opentelemetry.sdk.metrics._internal.export",
+                 # A caller's malformed tracestate header: a warning per RPC it sends.
+                 "opentelemetry.trace.span"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _OncePerInterval) for f in logger.filters):
             logger.addFilter(flt)
