@@ -60,7 +60,7 @@ def parse_now(text: str | None) -> datetime:
         raise UsageError(f"--now: {text!r} is outside years 0001-9999 in UTC") from None
 
 
-def _call_remote(target: str, method: str, request: Any) -> Any:
+def _call_remote(target: str, method: str, request: Any, command: str | None = None) -> Any:
     import grpc
 
     from decider_client import DeciderClient
@@ -71,11 +71,11 @@ def _call_remote(target: str, method: str, request: Any) -> Any:
         except grpc.RpcError as exc:
             code = exc.code()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise UsageError(_flag_named(exc.details())) from None
+                raise UsageError(_flag_named(exc.details(), command)) from None
             _fail(f"{target}: {code.name}: {exc.details()}", EXIT_UNAVAILABLE)
 
 
-def _call_local(method: str, request: Any) -> Any:
+def _call_local(method: str, request: Any, command: str | None = None) -> Any:
     from decider import dispatch
     from decider.core.errors import InvalidInput, TooLarge
     from decider.limits import DEFAULT
@@ -85,20 +85,41 @@ def _call_local(method: str, request: Any) -> Any:
     try:
         return dispatch.answer_message(name, request, DEFAULT)
     except (InvalidInput, TooLarge) as exc:
-        raise UsageError(_flag_named(dispatch.safe_text(str(exc)))) from None
+        raise UsageError(_flag_named(dispatch.safe_text(str(exc)), command)) from None
 
 
-def _flag_named(message: str) -> str:
+# Request fields a flag sets, by subcommand: `gang` and `podsets` spell theirs shorter.
+_FLAG_OF_FIELD = {
+    "options.feature_gates": {None: "--feature-gates"},
+    "options.gang_target": {"gang": "--target", None: "--gang-target"},
+    "options.gang_api_version": {"gang": "--api-version", "podsets": "--api-version",
+                                 "validate": "--api-version", None: "--gang-api-version"},
+}
+
+
+def _flag_named(message: str, command: str | None = None) -> str:
     """The decider names request fields; where a flag set the field, name the flag too."""
-    if message.startswith("options.feature_gates"):
-        return f"--feature-gates: {message}"
+    for field, flags in _FLAG_OF_FIELD.items():
+        if message.startswith(field):
+            return f"{flags.get(command) or flags[None]}: {message}"
     return message
+
+
+def _server(text: str) -> str:
+    """--server: a gRPC target; an empty one (an unset variable) would silently decide here, and
+    gRPC wraps a port past 65535 into another one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give HOST:PORT")
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and not 0 < int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (1..65535)")
+    return text
 
 
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
     """Ask the server named by --server, or decide in-process: one contract either way."""
-    return _call_remote(args.server, method, request) if args.server else _call_local(
-        method, request)
+    return _call_remote(args.server, method, request, args.command) if args.server \
+        else _call_local(method, request, args.command)
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
@@ -226,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--gang-api-version", default="",
                         help=f"gang scheduling API of gang JobSets: {GANG_API_VERSIONS}")
     decide.add_argument("--gang-target", default="", help=f"gang target: {GANG_TARGETS}")
-    decide.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    decide.add_argument("--server", type=_server,
+                        help="ask a running decider at HOST:PORT instead")
     decide.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     decide.set_defaults(func=cmd_decide)
 
@@ -243,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--feature-gates", help="e.g. RestartJob=true")
     validate.add_argument("--api-version", default="",
                           help=f"gang rules for a Job: {GANG_API_VERSIONS}")
-    validate.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    validate.add_argument("--server", type=_server,
+                          help="ask a running decider at HOST:PORT instead")
     validate.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     validate.set_defaults(func=cmd_validate)
 
@@ -254,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "that exist ('-' for stdin)")
     gang.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
     gang.add_argument("--target", default="", help=GANG_TARGETS)
-    gang.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    gang.add_argument("--server", type=_server,
+                      help="ask a running decider at HOST:PORT instead")
     gang.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     gang.set_defaults(func=cmd_gang)
 
@@ -263,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     podsets.add_argument("-f", "--file", required=True,
                          help="YAML/JSON: a batch/v1 Job or a JobSet ('-' for stdin)")
     podsets.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
-    podsets.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    podsets.add_argument("--server", type=_server,
+                         help="ask a running decider at HOST:PORT instead")
     podsets.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     podsets.set_defaults(func=cmd_podsets)
     replay = sub.add_parser("replay", help="decide every decision-log line again; print those "

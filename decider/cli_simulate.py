@@ -17,6 +17,7 @@ from decider.cli import (
     UsageError,
     _call,
     _read,
+    _server,
     parse_gates,
     parse_now,
 )
@@ -131,6 +132,7 @@ def add_simulate_parser(sub: Any) -> None:
     sim.add_argument("--gang-api-version", default="",
                      help=f"gang scheduling API of gang JobSets: {GANG_API_VERSIONS}")
     sim.add_argument("--gang-target", default="", help=f"gang target: {GANG_TARGETS}")
-    sim.add_argument("--server", help="ask a running decider at HOST:PORT instead")
+    sim.add_argument("--server", type=_server,
+                     help="ask a running decider at HOST:PORT instead")
     sim.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     sim.set_defaults(func=cmd_simulate, events=[])

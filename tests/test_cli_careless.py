@@ -116,3 +116,38 @@ def test_a_decision_log_on_standard_output_replays(tmp_path: Path) -> None:
     assert len(stdout.splitlines()) == 1
     replayed = run("replay", str(log))
     assert replayed.returncode == 0, replayed.stderr
+
+
+GANG_JOB = str(ROOT / "examples" / "gang-job.yaml")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    pytest.param(["decide", "-f", LEADER, "--now", NOW, "--server", ""],
+                 "--server: empty", id="server-empty-is-not-in-process"),
+    pytest.param(["decide", "-f", LEADER, "--now", NOW, "--server", "localhost:99999"],
+                 "--server: 99999 is not a port", id="server-port-would-wrap"),
+    pytest.param(["gang", "-f", GANG_JOB, "--target", "nope"],
+                 "--target: options.gang_target: Unsupported value", id="gang-target"),
+    pytest.param(["decide", "-f", LEADER, "--now", NOW, "--gang-target", "nope"],
+                 "--gang-target: options.gang_target", id="decide-gang-target"),
+    pytest.param(["podsets", "-f", GANG_JOB, "--api-version", "nope"],
+                 "--api-version: options.gang_api_version", id="podsets-api-version"),
+])
+def test_flags_are_named_as_the_user_typed_them(args: list[str], said: str) -> None:
+    assert said in one_line(run(*args))
+
+
+@pytest.mark.parametrize("namespace", ["[default]", "{a: b}"], ids=["list", "map"])
+def test_an_owned_object_whose_namespace_is_not_a_string(tmp_path: Path, namespace: str
+                                                         ) -> None:
+    path = tmp_path / "js.yaml"
+    path.write_text(Path(LEADER).read_text() + f"""
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: trainer-workers-0
+  namespace: {namespace}
+""")
+    assert "metadata.namespace: must be a string" in one_line(
+        run("decide", "-f", str(path), "--now", NOW))

@@ -275,7 +275,9 @@ def test_bad_options_exit_2_naming_the_field(extra: list[str], field: str,
     for server_args in ([], ["--server", server.target]):
         out = decider("gang", "-f", str(GANG_JOB), *extra, *server_args)
         assert out.returncode == 2, out.stderr
-        assert out.stderr.startswith(f"decider: {field}: Unsupported value"), out.stderr
+        # The flag the user typed first, then the request field it set.
+        assert out.stderr.startswith(f"decider: {extra[0]}: {field}: Unsupported value"), \
+            out.stderr
         assert out.stdout == ""
 
 
@@ -499,7 +501,7 @@ def test_decide_volcano_target_and_bad_target(server: BackgroundServer) -> None:
         bad = decider("decide", "-f", str(GANG_JOBSET), "--now", NOW, "--gang-target", "x",
                       *server_args)
         assert bad.returncode == 2
-        assert bad.stderr.startswith("decider: options.gang_target: Unsupported value")
+        assert bad.stderr.startswith("decider: --gang-target: options.gang_target: Unsupported")
 
 
 def test_decide_ownership_conflict_is_a_warning_event(tmp_path: Path) -> None:

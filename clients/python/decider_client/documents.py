@@ -175,6 +175,10 @@ def group_by_jobset(objects: list[dict[str, Any]], source: str = "input"
             continue
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         ns = meta.get("namespace") or "default"
+        if not isinstance(ns, str):  # a list or a map here was a TypeError traceback
+            raise ObservationError(source, f"{obj.get('kind') or 'an object'} "
+                                           f"{meta.get('name')!r}: metadata.namespace: must be "
+                                           f"a string, got {type(ns).__name__}")
         owner = _controller_uid(meta)
         labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
         target = by_uid.get((ns, owner)) if owner else None
