@@ -17,7 +17,7 @@ import orjson
 
 from decider import jobset_texts, json_input, limits, summarize
 from decider.core.decide import decide
-from decider.core.errors import FieldError, InvalidInput
+from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.job_manifests import LazyJobAction
 from decider.core.model import (
     Action,
@@ -33,6 +33,7 @@ from decider.core.model import (
     Toleration,
 )
 from decider.limits import Limits
+from decider.observed_origins import Origins, Sent
 from decider.proto_view import job_views
 from decider.v1 import decider_pb2 as pb
 from decider.version import VERSION
@@ -168,52 +169,66 @@ def _check_job_names(jobs: Any, field_of: Callable[[int], str]) -> None:
         seen.add(name)
 
 
-def _summarized(req: pb.DecideRequest, lim: Limits) -> pb.DecideRequest:
+def _summarized(req: pb.DecideRequest, lim: Limits) -> tuple[pb.DecideRequest, Sent]:
     """The objects of `observed_json`, summarized into a request's typed lists by the same code
-    the Python client uses, so that sending them whole or summarized decides alike."""
+    the Python client uses, so that sending them whole or summarized decides alike; and which
+    object each summary came from."""
     out = pb.DecideRequest()
     limits.check_count(len(req.observed_json), "observed_json", lim.max_observed,
                        "observed objects")
-    job_fields: list[str] = []
+    # An index per summary, not a field name: a name is made only for an error.
+    sent = Sent(jobs=[], objects=[], pods=[])
     for i, text in enumerate(req.observed_json):
         field = f"observed_json[{i}]"
         limits.check_object_bytes(text, field, lim)
         obj = parse_object(text, field, lim)
-        before = (len(out.jobs), len(out.pods), len(out.objects))
+        before = (len(out.jobs), len(out.pods))
         try:
             summarize.add_observed(out, obj, field)
         except summarize.ObservationError as exc:
             raise InvalidInput.at(exc.field, exc.message) from None
+        added: Any = None
         if len(out.jobs) > before[0]:
-            job_fields.append(f"{field}.metadata.name")
+            sent.jobs.append(i)
+            added = out.jobs[-1]
+        elif len(out.pods) > before[1]:
+            sent.pods.append(i)
+            added = out.pods[-1]
+        else:
+            sent.objects.append(i)
         # A typed field holds no string over max_string_bytes; a summary made here is held to
         # the same, naming the object it came from.
-        added = out.jobs[-1] if len(out.jobs) > before[0] else \
-            out.pods[-1] if len(out.pods) > before[1] else None
         if added is not None and added.ByteSize() > lim.max_string_bytes:
             try:
                 limits.check_strings([added], field, lim)
             except InvalidInput as exc:
                 raise InvalidInput([FieldError(e.field.replace(f"{field}[0]", field, 1),
                                                e.message) for e in exc.errors]) from None
-    _check_job_names(out.jobs, job_fields.__getitem__)
-    return out
+    _check_job_names(out.jobs, lambda k: f"observed_json[{sent.jobs[k]}].metadata.name")
+    return out, sent
 
 
-def expanded(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideRequest:
-    """`req` as the Python client would have sent it: the objects of observed_json summarized
-    into the typed lists, after the typed entries, in order. `req` itself when it has none.
-    Everything after this (limits, decision, decision_id) sees one form of a request."""
+def _expand(req: pb.DecideRequest,
+            lim: Limits) -> tuple[pb.DecideRequest, Origins | None]:
+    """expanded(), and where its entries came from (None: `req` itself, nothing sent whole)."""
     if not req.observed_json:
-        return req
-    raw = _summarized(req, lim)
+        return req, None
+    raw, sent = _summarized(req, lim)
     out = pb.DecideRequest()
     out.CopyFrom(req)
     out.ClearField("observed_json")
     out.jobs.extend(raw.jobs)
     out.objects.extend(raw.objects)
     out.pods.extend(raw.pods)
-    return out
+    typed = {"jobs": len(req.jobs), "objects": len(req.objects), "pods": len(req.pods)}
+    return out, Origins(typed, sent, out.jobs)
+
+
+def expanded(req: pb.DecideRequest, lim: Limits = limits.DEFAULT) -> pb.DecideRequest:
+    """`req` as the Python client would have sent it: the objects of observed_json summarized
+    into the typed lists, after the typed entries, in order. `req` itself when it has none.
+    Everything after this (limits, decision, decision_id) sees one form of a request."""
+    return _expand(req, lim)[0]
 
 
 def _job_field(i: int) -> str:
@@ -224,11 +239,24 @@ def observed_from_proto(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
                         views: bool = False, received: bytes | None = None) -> Observed:
     """The core's input. views: the Jobs as views over their messages (proto_view.py), for a
     caller that decides once and lets go; else copied into ObservedJobs it may keep.
-    received: the bytes `req` was parsed from, when it was (limits.py)."""
-    expanded_req = expanded(req, lim)
-    if expanded_req is not req:
-        # Summaries made here hold strings the received bytes did not.
-        req, received = expanded_req, None
+    received: the bytes `req` was parsed from, when it was (limits.py). An error about an
+    object of observed_json names it there, `observed_json[i].<its JSON path>`."""
+    expanded_req, origins = _expand(req, lim)
+    if origins is None:
+        return _observed(req, lim, views, received)
+    # Summaries made here hold strings the received bytes did not.
+    try:
+        return _observed(expanded_req, lim, views, None)
+    except (InvalidInput, TooLarge) as exc:
+        renamed = origins.renamed(exc)
+        if renamed is exc:
+            raise
+        raise renamed from None
+
+
+def _observed(req: pb.DecideRequest, lim: Limits, views: bool,
+              received: bytes | None) -> Observed:
+    """observed_from_proto of a request with nothing sent whole; errors name typed fields."""
     limits.check_decide_request(req, lim, received)
     if not req.HasField("now"):
         raise InvalidInput.at("now", "Required value")
@@ -398,11 +426,18 @@ def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
     TooLarge for a request or plan over the limits. received: the bytes `req` was parsed
     from, when it was (the server's path)."""
     # Raw objects or their summaries: one request, one answer, one id.
-    expanded_req = expanded(req, lim)
-    if expanded_req is not req:
+    expanded_req, origins = _expand(req, lim)
+    if origins is not None:
         req, received = expanded_req, None
-    observed = observed_from_proto(req, lim, views=True, received=received)
-    plan = decide(observed)
+    try:
+        observed = _observed(req, lim, True, received)
+        plan = decide(observed)
+    except (InvalidInput, TooLarge) as exc:
+        # The checks name typed fields; an object sent whole is named as it was sent.
+        renamed = origins.renamed(exc) if origins is not None else exc
+        if renamed is exc:
+            raise
+        raise renamed from None
     jobset_texts.TEXTS.decided(req.jobset_json, lim, observed.jobset)
     response = plan_to_proto(plan)
     response.decision_id = decision_id("Decide", req)

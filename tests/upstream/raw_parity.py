@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from decider import convert
-from decider.core.errors import InvalidInput, TooLarge
+from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.model import ObservedJob, ObservedObject, ObservedPod, Plan
 from decider_client import observe
 from support.builders import NOW
@@ -79,11 +79,22 @@ def pod_object(pod: ObservedPod) -> dict[str, Any]:
                                               "restartCount": pod.max_container_restarts}]}}
 
 
+# An error about an observed entry names it as the client sent it: a typed field
+# (`jobs[0].start_time`), or the field of the object sent whole
+# (`observed_json[1].status.startTime`, tests/test_observed_json_paths.py).
+_ENTRY_FIELDS = ("jobs[", "pods[", "objects[", "observed_json[")
+
+
 def _answer(req: Any) -> bytes | str:
     try:
         return convert.decide_response(req).SerializeToString(deterministic=True)
-    except (InvalidInput, TooLarge) as exc:
-        return f"{type(exc).__name__}: {exc}"
+    except InvalidInput as exc:
+        # The same check fails both ways, in the same words; only such a field differs.
+        return "InvalidInput: " + "; ".join(
+            str(FieldError("observed entry" if e.field.startswith(_ENTRY_FIELDS) else e.field,
+                           e.message)) for e in exc.errors)
+    except TooLarge as exc:
+        return f"TooLarge: {exc}"
 
 
 def check_both_ways(js: dict[str, Any], jobs: Any = (), *, objects: Any = (),
