@@ -168,7 +168,10 @@ export interface SimulationOutcome {
 export interface SimulateResponse { steps: SimulationStep[]; outcome: SimulationOutcome; }
 
 export interface ClientOptions {
-  /** Default deadline of every call, in milliseconds (5000). */
+  /**
+   * Default deadline of every call, in milliseconds (5000); Infinity for none. Anything but a
+   * number within ±10^8 hours (gRPC's limit) throws a TypeError or RangeError.
+   */
   deadlineMs?: number;
   /** TLS: grpc.credentials.createSsl(...); plaintext by default. */
   credentials?: ChannelCredentials;
@@ -177,7 +180,11 @@ export interface ClientOptions {
 }
 
 export interface CallOptions {
-  /** This call's deadline in milliseconds from now (the client's default otherwise). */
+  /**
+   * This call's deadline in milliseconds from now (the client's default otherwise); Infinity
+   * for none. Anything but a number within ±10^8 hours rejects the call with a TypeError or
+   * RangeError.
+   */
   deadlineMs?: number;
   /** gRPC metadata, e.g. { traceparent: '00-...' }. */
   metadata?: Record<string, string>;
@@ -201,16 +208,16 @@ export interface DecideInput {
   jobset: KubeObject;
   /** Everything watched around the JobSet, as served: Jobs, Pods, Service, PVCs, ... */
   observed?: KubeObject[];
-  /** Default: now. */
-  now?: Date | string;
+  /** Default: now. A number is integer milliseconds since the epoch (Date.now()). */
+  now?: Date | string | number;
   options?: Options;
 }
 
 export interface SimEvent {
   type: 'JobFailed' | 'JobSucceeded' | 'JobReady' | 'JobSuspended' | 'JobResumed'
     | 'JobSetSuspended' | 'JobSetResumed' | SimulationEventType;
-  /** Seconds after `now` (default 0). */
-  at?: number;
+  /** Whole seconds after `now` (default 0): a safe integer, a BigInt or a decimal string. */
+  at?: number | bigint | string;
   job?: string;
   reason?: string;
   message?: string;
@@ -223,7 +230,7 @@ export interface SimulateInput extends DecideInput {
 
 export declare function decideRequest(input: DecideInput): DecideRequest;
 export declare function simulateRequest(input: SimulateInput): SimulateRequest;
-export declare function timestamp(when: Date | string): Timestamp;
+export declare function timestamp(when: Date | string | number): Timestamp;
 export declare function protoRoot(): string;
 export declare const EVENT_TYPES: Record<string, SimulationEventType>;
 export declare const status: typeof grpcStatus;

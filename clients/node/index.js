@@ -7,10 +7,13 @@
 //
 // Field names are lowerCamelCase (jobsetJson, observedJson), enums are their names
 // ("ACTION_TYPE_CREATE_JOB"), and 64-bit integers are decimal strings ("30"), as in protobuf's
-// JSON mapping: a JavaScript number would round quota totals above 2^53.
+// JSON mapping: a JavaScript number would round quota totals above 2^53. A request's integer
+// and enum fields are checked before it is sent (protobufjs would send another value in their
+// place): a bad one rejects the call with a TypeError or RangeError naming the field.
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { inspect } = require('node:util');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
@@ -18,6 +21,10 @@ const PROTO_FILE = path.join('decider', 'v1', 'decider.proto');
 const PROTO_ROOTS = [path.join(__dirname, 'proto'), path.join(__dirname, '..', '..', 'proto')];
 const DEFAULT_DEADLINE_MS = 5000;
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+// grpc-js sends a deadline as grpc-timeout, at most 8 digits of hours; past that it throws
+// "Deadline is too far in the future" from a callback, out of reach of the call's promise, and
+// the process dies.
+const MAX_DEADLINE_MS = 1e8 * 3600 * 1000;
 
 /** The directory holding decider/v1/decider.proto: the packed copy, else the repository's. */
 function protoRoot() {
@@ -28,10 +35,11 @@ function protoRoot() {
 }
 
 let service;
+let definition;
 /** The decider.v1.Decider service definition, loaded once. */
 function deciderService() {
   if (!service) {
-    const definition = protoLoader.loadSync(PROTO_FILE, {
+    definition = protoLoader.loadSync(PROTO_FILE, {
       includeDirs: [protoRoot()],
       keepCase: false,
       longs: String,
@@ -45,12 +53,108 @@ function deciderService() {
 }
 
 /**
+ * `value` as an integer field of `kind` ('int32' | 'int64') holds it: a number for int32, a
+ * decimal string for int64. protobufjs, which encodes requests, would turn anything else into
+ * another valid value ('abc' to 0, 2**32+3 to 3, 1.5 to 1) where Python's protobuf raises, so
+ * this throws naming `field`. Ranges the contract sets (0 or more...) are the server's to check.
+ */
+function integer(value, field, kind, what = 'an integer') {
+  let n;
+  if (typeof value === 'bigint') n = value;
+  else if (typeof value === 'number' && Number.isSafeInteger(value)) n = BigInt(value);
+  else if (typeof value === 'string' && /^-?\d+$/.test(value)) n = BigInt(value);
+  else {
+    // Above 2^53 a number is already rounded: only a BigInt or a string says which integer.
+    const hint = Number.isInteger(value) ? ' (inexact: pass a BigInt or a string)' : '';
+    throw new TypeError(`${field}: must be ${what} (${kind}), got ${inspect(value)}${hint}`);
+  }
+  const bound = kind === 'int32' ? 2n ** 31n : 2n ** 63n;
+  if (n < -bound || n >= bound) {
+    throw new RangeError(`${field}: must be ${what} within ${kind}, got ${inspect(value)}`);
+  }
+  return kind === 'int32' ? Number(n) : String(n);
+}
+
+/** A message type or enum of the contract by the name a field gives it. */
+function protoType(name) {
+  deciderService();
+  return (definition[`decider.v1.${name}`] ?? definition[name]).type;
+}
+
+/**
+ * A copy of `message` (of descriptor `type`) with its integer and enum fields checked and in
+ * the form protobufjs encodes exactly. Other mistakes (a string for a list...) make protobufjs
+ * throw, which grpc-js reports as the call's INTERNAL error, so they are left to it.
+ */
+function conform(type, message, field) {
+  if (message === null || typeof message !== 'object') return message;
+  const out = { ...message };
+  for (const f of type.field) {
+    const value = message[f.name];
+    const at = field ? `${field}.${f.name}` : f.name;
+    // A map is a repeated field of a nested entry type: its values are checked one by one.
+    const entry = type.nestedType.find((n) => n.name === f.typeName && n.options?.mapEntry);
+    if (value === undefined || value === null) continue;
+    if (entry) {
+      if (typeof value === 'object') {
+        out[f.name] = Object.fromEntries(Object.entries(value).map(
+          ([k, v]) => [k, conformValue(entry.field[1], v, `${at}[${k}]`)]));
+      }
+    } else if (f.label === 'LABEL_REPEATED') {
+      if (Array.isArray(value)) {
+        out[f.name] = value.map((v, i) => conformValue(f, v, `${at}[${i}]`));
+      }
+    } else {
+      out[f.name] = conformValue(f, value, at);
+    }
+  }
+  return out;
+}
+
+function conformValue(f, value, at) {
+  switch (f.type) {
+    case 'TYPE_INT32': return integer(value, at, 'int32');
+    case 'TYPE_INT64': return integer(value, at, 'int64');
+    case 'TYPE_MESSAGE': return conform(protoType(f.typeName), value, at);
+    case 'TYPE_ENUM': {
+      // A name protobufjs does not know is sent as 0, and the server then names 0, not it.
+      const names = protoType(f.typeName).value.map((v) => v.name);
+      if (names.includes(value)) return value;
+      if (typeof value === 'number') return integer(value, at, 'int32');
+      throw new TypeError(`${at}: must be one of ${names.join(', ')}, got ${inspect(value)}`);
+    }
+    default: return value;
+  }
+}
+
+/**
+ * A call's deadline in milliseconds from now, checked: a number within what grpc-js can send,
+ * or Infinity (no deadline). 0 or less is a deadline already passed (DEADLINE_EXCEEDED).
+ */
+function checkDeadlineMs(value) {
+  if (value === Infinity) return value;
+  // A string (from an environment variable) would be concatenated to Date.now(), not added.
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new TypeError('deadlineMs: must be a number of milliseconds, or Infinity for no '
+      + `deadline, got ${inspect(value)}`);
+  }
+  if (Math.abs(value) >= MAX_DEADLINE_MS) {
+    throw new RangeError(`deadlineMs: must be within ±${MAX_DEADLINE_MS} exclusive (10^8 hours, `
+      + `gRPC's limit), or Infinity for no deadline, got ${inspect(value)}`);
+  }
+  return value;
+}
+
+/**
  * A google.protobuf.Timestamp from a Date or an RFC 3339 string (every other time in the
- * contract is an RFC 3339 string; `now` is the one Timestamp).
- * @param {Date|string} when
+ * contract is an RFC 3339 string; `now` is the one Timestamp), or integer milliseconds since
+ * the epoch (Date.now()).
+ * @param {Date|string|number} when
  */
 function timestamp(when) {
-  const date = when instanceof Date ? when : new Date(when);
+  // new Date() reads null as 1970 and 1.5 as 1 ms: only what names a time exactly.
+  const exact = when instanceof Date || typeof when === 'string' || Number.isSafeInteger(when);
+  const date = when instanceof Date ? when : new Date(exact ? when : NaN);
   const ms = date.getTime();
   if (Number.isNaN(ms)) throw new TypeError(`not a time: ${String(when)}`);
   const seconds = Math.floor(ms / 1000);
@@ -93,16 +197,26 @@ const EVENT_TYPES = {
  * @param {import('./index').SimulateInput} input
  */
 function simulateRequest({ events = [], maxPasses = 0, ...input }) {
+  const names = protoType('SimulationEventType').value.map((v) => v.name);
   return {
     observed: decideRequest(input),
-    events: events.map((e) => ({
-      atSeconds: String(e.at ?? 0),
-      type: EVENT_TYPES[e.type] ?? e.type,
-      job: e.job ?? '',
-      reason: e.reason ?? '',
-      message: e.message ?? '',
-    })),
-    maxPasses,
+    events: events.map((e, i) => {
+      // hasOwn: 'toString' is no event type. An unknown one would be sent as 0 (unspecified).
+      const type = Object.hasOwn(EVENT_TYPES, e.type) ? EVENT_TYPES[e.type] : e.type;
+      if (!names.includes(type)) {
+        throw new TypeError(`events[${i}].type: must be one of `
+          + `${Object.keys(EVENT_TYPES).join(', ')} (or its SIMULATION_EVENT_TYPE_ name), `
+          + `got ${inspect(e.type)}`);
+      }
+      return {
+        atSeconds: integer(e.at ?? 0, `events[${i}].at`, 'int64', 'an integer of seconds'),
+        type,
+        job: e.job ?? '',
+        reason: e.reason ?? '',
+        message: e.message ?? '',
+      };
+    }),
+    maxPasses: integer(maxPasses, 'maxPasses', 'int32'),
   };
 }
 
@@ -121,7 +235,7 @@ class DeciderClient {
   constructor(target, opts = {}) {
     const Decider = deciderService();
     const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
-    this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    this.deadlineMs = checkDeadlineMs(opts.deadlineMs ?? DEFAULT_DEADLINE_MS);
     this.stub = new Decider(target, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
@@ -130,9 +244,12 @@ class DeciderClient {
   }
 
   call(method, request, { deadlineMs, metadata } = {}) {
-    const deadline = new Date(Date.now() + (deadlineMs ?? this.deadlineMs));
+    // In the executor, so that a bad deadline or request rejects the promise.
     return new Promise((resolve, reject) => {
-      this.stub[method](request, metadataOf(metadata), { deadline }, (err, response) => {
+      const ms = checkDeadlineMs(deadlineMs ?? this.deadlineMs);
+      const deadline = ms === Infinity ? Infinity : new Date(Date.now() + ms);
+      const message = conform(this.stub.constructor.service[method].requestType.type, request, '');
+      this.stub[method](message, metadataOf(metadata), { deadline }, (err, response) => {
         if (err) reject(err);
         else resolve(response);
       });

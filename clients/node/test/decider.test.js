@@ -18,6 +18,7 @@ const UID = 'js-uid-1';
 
 let server;
 let client;
+let address;
 
 before(async () => {
   server = spawn(PYTHON, ['-m', 'decider.cli', 'serve', '--host', '127.0.0.1', '--port', '0',
@@ -32,7 +33,8 @@ before(async () => {
   // "decider: serving decider.v1.Decider on HOST:PORT": the last word is the address.
   const match = /^decider: serving decider\.v1\.Decider on (\S+)$/.exec(first);
   assert.ok(match, `unexpected first line: ${first}`);
-  client = new DeciderClient(match[1], { deadlineMs: 20000 });
+  address = match[1];
+  client = new DeciderClient(address, { deadlineMs: 20000 });
 });
 
 after(async () => {
@@ -156,6 +158,30 @@ test('a passed deadline is DEADLINE_EXCEEDED', async () => {
     (err) => err.code === status.DEADLINE_EXCEEDED);
 });
 
+test('a bad deadlineMs rejects the call naming it, and Infinity means no deadline', async () => {
+  const request = { objectJson: JSON.stringify(jobset()) };
+  // 1e15 made grpc-js throw "Deadline is too far in the future" out of reach, killing the
+  // process; a string ("5000" from an environment variable) was concatenated to Date.now().
+  for (const [deadlineMs, name] of [[1e15, 'RangeError'], [-1e16, 'RangeError'],
+    ['5000', 'TypeError'], [NaN, 'TypeError'], [-Infinity, 'TypeError']]) {
+    await assert.rejects(client.validate(request, { deadlineMs }), (err) => err.name === name
+      && err.message.startsWith('deadlineMs: ') && err.message.endsWith(`got ${
+        typeof deadlineMs === 'string' ? `'${deadlineMs}'` : deadlineMs}`), String(deadlineMs));
+  }
+  assert.equal((await client.validate(request, { deadlineMs: Infinity })).valid, true);
+  assert.equal((await client.validate(request, { deadlineMs: 3.6e14 - 1 })).valid, true);
+});
+
+test('the client refuses a bad default deadlineMs when it is made', () => {
+  assert.throws(() => new DeciderClient(address, { deadlineMs: '5000' }),
+    { name: 'TypeError', message: /^deadlineMs: .*got '5000'$/ });
+  assert.throws(() => new DeciderClient(address, { deadlineMs: 1e15 }),
+    { name: 'RangeError', message: /^deadlineMs: / });
+  const forever = new DeciderClient(address, { deadlineMs: Infinity });
+  assert.equal(forever.deadlineMs, Infinity);
+  forever.close();
+});
+
 test('Validate defaults a JobSet and refuses a duplicate replicated Job', async () => {
   const ok = await client.validate({ objectJson: JSON.stringify(jobset()) });
   assert.equal(ok.valid, true);
@@ -240,8 +266,64 @@ test('Simulate refuses an event without its Job, naming the field', async () => 
     (err) => err.code === status.INVALID_ARGUMENT && err.details.startsWith('events[0].job:'));
 });
 
+test('simulateRequest refuses what protobuf would send as another number or type', () => {
+  const sim = (event, maxPasses) => simulateRequest({ jobset: jobset(), now: NOW, maxPasses,
+    events: event ? [{ type: 'JobFailed', job: 'trainer-workers-1', ...event }] : [] });
+  // Each was sent as another valid request: 'abc' as 0, 1e21 as 1, 2^64+1 as 1, 1.5 as 1.
+  assert.throws(() => sim({ at: 1.5 }), { name: 'TypeError',
+    message: 'events[0].at: must be an integer of seconds (int64), got 1.5' });
+  assert.throws(() => sim({ at: 'abc' }), { name: 'TypeError', message: /^events\[0\]\.at: / });
+  assert.throws(() => sim({ at: 1e21 }), { name: 'TypeError', message: /^events\[0\]\.at: / });
+  assert.throws(() => sim({ at: '18446744073709551617' }),
+    { name: 'RangeError', message: /^events\[0\]\.at: .*within int64/ });
+  assert.throws(() => sim(undefined, 2 ** 32 + 3), { name: 'RangeError', message: /^maxPasses: / });
+  assert.throws(() => sim(undefined, 1.9), { name: 'TypeError', message: /^maxPasses: / });
+  for (const type of ['Bogus', 'toString', undefined]) {
+    assert.throws(() => sim({ type }), { name: 'TypeError',
+      message: /^events\[0\]\.type: must be one of JobFailed, .*, got / }, String(type));
+  }
+  // Exact integers in any form are kept: int64 travels as a decimal string, int32 as a number.
+  assert.equal(sim({ at: 9007199254740993n }).events[0].atSeconds, '9007199254740993');
+  assert.equal(sim({ at: '60' }).events[0].atSeconds, '60');
+  assert.equal(sim(undefined, '3').maxPasses, 3);
+  assert.equal(sim({ type: 'SIMULATION_EVENT_TYPE_JOB_READY' }).events[0].type,
+    'SIMULATION_EVENT_TYPE_JOB_READY');
+});
+
+test('what the contract allows but the server refuses is the server\'s to name', async () => {
+  await assert.rejects(client.simulate(simulateRequest({ jobset: jobset(), now: NOW,
+    events: [{ type: 'JobFailed', job: 'trainer-workers-1', at: -5 }] })),
+  (err) => err.code === status.INVALID_ARGUMENT
+    && err.details.startsWith('events[0].at_seconds: must be between 0'));
+  const request = decideRequest({ jobset: jobset(), now: NOW });
+  await assert.rejects(client.decide({ ...request, now: { seconds: '0', nanos: -1 } }),
+    (err) => err.code === status.INVALID_ARGUMENT && err.details.startsWith('now.nanos:'));
+});
+
+test('a request built by hand is checked too, naming the field', async () => {
+  const request = decideRequest({ jobset: jobset(), now: NOW });
+  // nanos 2^40 was sent as 0, an unknown enum name as 0 and active 2^32+1 as 1.
+  await assert.rejects(client.decide({ ...request, now: { seconds: '0', nanos: 2 ** 40 } }),
+    { name: 'RangeError',
+      message: 'now.nanos: must be an integer within int32, got 1099511627776' });
+  await assert.rejects(client.decide({ ...request, jobs: [{ name: 'a', active: 2 ** 32 + 1 }] }),
+    { name: 'RangeError', message: /^jobs\[0\]\.active: / });
+  await assert.rejects(client.simulate({ observed: request, events: [{ type: 'Bogus' }] }),
+    { name: 'TypeError', message: /^events\[0\]\.type: must be one of SIMULATION_EVENT_TYPE_/ });
+  await assert.rejects(client.simulate({ observed: request, maxPasses: 1.9 }),
+    { name: 'TypeError', message: /^maxPasses: / });
+  // A BigInt, which protobufjs would read as 0, is sent as the integer it is.
+  const tolerations = [{ key: 'gpu', operator: 'Exists', tolerationSeconds: 30n }];
+  const plan = await client.decide({ ...request, now: { seconds: 1767225600n, nanos: 0 },
+    jobs: [{ name: 'other', podTemplate: { tolerations } }] });
+  assert.ok(plan.actions.length > 0);
+});
+
 test('timestamp reads Dates and RFC 3339 strings alike', () => {
   assert.deepEqual(timestamp('2026-01-01T00:00:01.5Z'), { seconds: '1767225601', nanos: 5e8 });
   assert.deepEqual(timestamp(new Date(0)), { seconds: '0', nanos: 0 });
   assert.throws(() => timestamp('soon'), TypeError);
+  assert.deepEqual(timestamp(1500), { seconds: '1', nanos: 5e8 });
+  // new Date() reads null as 1970 and 1.5 as 1 ms.
+  for (const when of [null, 1.5, true]) assert.throws(() => timestamp(when), TypeError);
 });
