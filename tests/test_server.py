@@ -94,3 +94,21 @@ def test_message_size_limit_is_configurable(channel) -> None:
     with pytest.raises(grpc.RpcError) as info:
         pb_grpc.DeciderStub(channel).Decide(req, timeout=10)
     assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+@pytest.mark.parametrize(("timeout", "code"), [
+    pytest.param(0, grpc.StatusCode.DEADLINE_EXCEEDED, id="zero-is-a-deadline-already-past"),
+    pytest.param(None, None, id="none-is-the-clients-default"),
+])
+def test_the_python_clients_timeout(timeout: float | None, code: grpc.StatusCode | None) -> None:
+    """`timeout=0` became the client's default 5 s (an `or`), not the deadline it says."""
+    from decider_client import DeciderClient
+
+    request = observe.build_decide_request(yaml.safe_load(EXAMPLE.read_text()), [], NOW)
+    with BackgroundServer() as srv, DeciderClient(srv.target, timeout=30) as client:
+        if code is None:
+            assert client.decide(request, timeout=timeout).decision_id
+        else:
+            with pytest.raises(grpc.RpcError) as caught:
+                client.decide(request, timeout=timeout)
+            assert caught.value.code() == code

@@ -31,25 +31,30 @@ class DeciderClient:
         self._stub = pb_grpc.DeciderStub(self._channel)
         self.timeout = timeout
 
+    def _timeout(self, timeout: float | None) -> float:
+        # None is "the client's default"; 0 is a deadline already past, as gRPC means it (an
+        # `or` here turned it into the default 5 s).
+        return self.timeout if timeout is None else timeout
+
     def decide(self, request: pb.DecideRequest, *, timeout: float | None = None,
                metadata: Sequence[tuple[str, str]] | None = None) -> pb.DecideResponse:
-        return self._stub.Decide(request, timeout=timeout or self.timeout, metadata=metadata)
+        return self._stub.Decide(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def validate(self, request: pb.ValidateRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.ValidateResponse:
-        return self._stub.Validate(request, timeout=timeout or self.timeout, metadata=metadata)
+        return self._stub.Validate(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def plan_gang(self, request: pb.PlanGangRequest, *, timeout: float | None = None,
                   metadata: Sequence[tuple[str, str]] | None = None) -> pb.PlanGangResponse:
-        return self._stub.PlanGang(request, timeout=timeout or self.timeout, metadata=metadata)
+        return self._stub.PlanGang(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def pod_sets(self, request: pb.PodSetsRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.PodSetsResponse:
-        return self._stub.PodSets(request, timeout=timeout or self.timeout, metadata=metadata)
+        return self._stub.PodSets(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def simulate(self, request: pb.SimulateRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.SimulateResponse:
-        return self._stub.Simulate(request, timeout=timeout or self.timeout, metadata=metadata)
+        return self._stub.Simulate(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def close(self) -> None:
         self._channel.close()
