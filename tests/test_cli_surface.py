@@ -258,3 +258,12 @@ def test_a_job_observed_twice_in_observed_json_names_its_object() -> None:
     message = _decide_error(request)
     assert message.startswith("observed_json[1]"), message
     assert "Duplicate value" in message
+
+
+def test_a_jobset_name_past_253_characters_is_refused_as_the_api_server_would() -> None:
+    """Decide planned Jobs and a Service with names longer still (README: names are held to
+    253 bytes); admission already said so."""
+    jobset = _jobset()
+    jobset["metadata"]["name"] = "a" * 254
+    message = _decide_error(_decide_request(jobset))
+    assert "metadata.name: must be no more than 253 characters" in message, message

@@ -37,6 +37,9 @@ from decider.core.spec_cache import JOBSETS, SPECS
 __all__ = ["Coordinator", "DependsOn", "FailurePolicy", "FailureRule", "JobSet", "Placement",
            "ReplicatedJob", "is_independent", "parse_jobset"]
 
+# Kubernetes' limit on an object's name (a DNS subdomain).
+_MAX_NAME_LENGTH = 253
+
 
 @dataclass(frozen=True, slots=True)
 class JobSet:
@@ -165,6 +168,10 @@ def _parse(obj: Any, private: bool) -> JobSet:
     name = acc.as_str(meta.get("name"), "metadata.name")
     if not name:
         raise InvalidInput.at("metadata.name", "Required value")
+    if len(name) > _MAX_NAME_LENGTH:
+        # The API server stores no longer name; the plan's Jobs and Service would be longer.
+        raise InvalidInput.at("metadata.name",
+                              f"must be no more than {_MAX_NAME_LENGTH} characters")
     raw_spec = acc.as_map(obj.get("spec"), "spec")
     status = acc.as_map(obj.get("status"), "status")
     annotations = acc.as_str_map(meta.get("annotations"), "metadata.annotations")
