@@ -11,7 +11,7 @@ from decider import limits
 from decider.convert import failure_policy_to_proto, observed_from_proto, plan_to_proto
 from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.sim_outcome import Outcome
-from decider.core.simulate import MAX_EVENTS, SimEvent, simulate
+from decider.core.simulate import MAX_EVENTS, SimEvent, Step, simulate
 from decider.core.state import format_time
 from decider.limits import Limits
 from decider.v1 import decider_pb2 as pb
@@ -60,9 +60,16 @@ def _outcome_to_proto(o: Outcome) -> pb.SimulationOutcome:
     return msg
 
 
+def _field_bytes(size: int) -> int:
+    """Bytes a length-delimited field of `size` bytes takes in its parent: its tag (one byte,
+    fields 1 to 15) and its length as a varint."""
+    return 1 + max(1, (size.bit_length() + 6) // 7) + size
+
+
 def simulate_response(req: pb.SimulateRequest,
                       lim: Limits = limits.DEFAULT) -> pb.SimulateResponse:
-    """Simulate one request; InvalidInput naming the field for input it cannot simulate."""
+    """Simulate one request; InvalidInput naming the field for input it cannot simulate,
+    TooLarge at the first pass whose steps would not fit in one message."""
     if not req.HasField("observed"):
         raise InvalidInput.at("observed", "Required value")
     limits.check_count(len(req.events), "events", MAX_EVENTS, "events")
@@ -73,11 +80,32 @@ def simulate_response(req: pb.SimulateRequest,
         observed = observed_from_proto(req.observed, lim)
     except (InvalidInput, TooLarge) as exc:
         raise _within("observed", exc) from None
-    sim = simulate(observed, events, req.max_passes)
-    assert sim.outcome is not None
-    return pb.SimulateResponse(
-        steps=[pb.SimulationStep(pass_number=s.number, time=format_time(s.time),
+    response = pb.SimulateResponse()
+    steps_bytes = 0
+
+    def step_bytes(s: Step) -> int:
+        # Each step goes into the answer as it is decided: the simulator charges its exact
+        # size to the answer's budget, and it is built once, not again at the end.
+        nonlocal steps_bytes
+        msg = response.steps.add(pass_number=s.number, time=format_time(s.time),
                                  at_seconds=s.at_seconds,
-                                 events=[_sim_event_to_proto(e) for e in s.events],
-                                 plan=plan_to_proto(s.plan)) for s in sim.steps],
-        outcome=_outcome_to_proto(sim.outcome))
+                                 events=[_sim_event_to_proto(e) for e in s.events])
+        msg.plan.CopyFrom(plan_to_proto(s.plan))
+        size = _field_bytes(msg.ByteSize())
+        steps_bytes += size
+        return size
+
+    sim = simulate(observed, events, req.max_passes, step_bytes)
+    assert sim.outcome is not None
+    response.outcome.SetInParent()
+    response.outcome.CopyFrom(_outcome_to_proto(sim.outcome))
+    budget = observed.options.max_plan_bytes
+    needed = steps_bytes + _field_bytes(response.outcome.ByteSize())
+    if budget and needed > budget:
+        # The outcome lists the recreated and deleted Jobs: on the largest JobSets it is what
+        # takes steps that just fit over the limit.
+        last = sim.steps[-1]
+        raise TooLarge("", f"Simulate: the steps and their outcome need {needed:,} bytes, "
+                           f"over the limit of {budget:,} bytes per message; the simulation "
+                           f"ended at pass {last.number} (+{last.at_seconds}s)")
+    return response

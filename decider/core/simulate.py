@@ -13,19 +13,28 @@ before the first pass at or after its time; an event about a Job that does not e
 finished) waits until a pass creates it. The simulation ends when a quiet pass has nothing left
 to wait for, when the JobSet is deleted, or at the pass limit.
 
+Size: the answer carries every pass's plan, so `Options.max_plan_bytes` is the budget of the
+whole simulation, not of each pass. Each pass's Decide is lent only what the steps before it left
+(so it refuses a plan that cannot fit before building it, as a lone Decide does), and each step,
+once decided, is charged what the caller says it costs (`step_bytes`: the core does not know the
+wire format). The simulation stops with TooLarge at the first pass over the budget: a request
+whose answer could never be sent costs a few passes, not all of them.
+
 Pure: no I/O, no clock; the same request simulates to the same bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from decider.core.decide import decide
-from decider.core.errors import FieldError, InvalidInput
+from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.model import Observed, Plan
 from decider.core.sim_cluster import Cluster
 from decider.core.sim_outcome import Outcome, outcome
+from decider.core.state import PlanTooLarge
 
 JOB_FAILED = "JobFailed"
 JOB_SUCCEEDED = "JobSucceeded"
@@ -124,20 +133,43 @@ def _apply_event(cluster: Cluster, ev: SimEvent) -> bool:
     return True
 
 
-def _decide(observed: Observed, number: int, at_seconds: int) -> Plan:
+def _decide(observed: Observed, number: int, at_seconds: int, budget: int, spent: int) -> Plan:
     try:
         return decide(observed)
     except InvalidInput as exc:
         # The field is the JobSet's or an observed Job's, as Decide names it; say which pass.
         raise InvalidInput([FieldError(e.field, f"{e.message} (simulation pass {number}, "
                                                 f"+{at_seconds}s)") for e in exc.errors]) from None
+    except PlanTooLarge as exc:
+        if not budget:
+            raise
+        # Decide saw only the share left to this pass; the caller set a limit on the answer.
+        raise TooLarge("", f"Simulate: the steps so far already need at least "
+                           f"{spent + exc.needed:,} bytes, over the limit of {budget:,} bytes "
+                           f"per message; stopped at pass {number} (+{at_seconds}s), before "
+                           f"building its plan ({exc.field + ': ' if exc.field else ''}"
+                           f"{exc.what})") from None
 
 
-def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0) -> Simulation:
-    """Run Decide passes from `observed` under `events` until nothing is left to happen."""
+def _over_budget(needed: int, budget: int, number: int, at_seconds: int) -> TooLarge:
+    """The refusal of a simulation whose answer needs `needed` bytes by pass `number`."""
+    return TooLarge("", f"Simulate: the steps so far already need {needed:,} bytes, over the "
+                        f"limit of {budget:,} bytes per message; stopped at pass {number} "
+                        f"(+{at_seconds}s)")
+
+
+def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0,
+             step_bytes: Callable[[Step], int] | None = None) -> Simulation:
+    """Run Decide passes from `observed` under `events` until nothing is left to happen.
+
+    `step_bytes`: what a step adds to the caller's answer, charged against
+    `observed.options.max_plan_bytes` as each step is decided; TooLarge at the first step over
+    it. None charges nothing: each pass is then held to the budget alone, as a Decide is."""
     limit = check_request(events, max_passes)
     start = observed.now
     cluster = Cluster(observed)
+    budget = observed.options.max_plan_bytes if step_bytes is not None else 0
+    spent = 0
     # Stable: events at one time apply in the order given.
     pending = sorted(enumerate(events), key=lambda item: item[1].at_seconds)
     sim = Simulation()
@@ -149,9 +181,18 @@ def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0) ->
             if item[1].at_seconds <= elapsed and _apply_event(cluster, item[1]):
                 applied.append(item[1])
                 pending.remove(item)
-        plan = _decide(cluster.observed(), number, elapsed)
-        sim.steps.append(Step(number=number, time=cluster.now, at_seconds=elapsed,
-                              events=applied, plan=plan))
+        seen = cluster.observed()
+        if budget:
+            # At least 1: a zero would lift Decide's limit instead of leaving nothing.
+            seen.options = replace(seen.options, max_plan_bytes=max(budget - spent, 1))
+        plan = _decide(seen, number, elapsed, budget, spent)
+        step = Step(number=number, time=cluster.now, at_seconds=elapsed, events=applied,
+                    plan=plan)
+        sim.steps.append(step)
+        if step_bytes is not None:
+            spent += step_bytes(step)
+            if budget and spent > budget:
+                raise _over_budget(spent, budget, number, elapsed)
         if cluster.apply(plan):
             if cluster.jobset_deleted:
                 settled = True

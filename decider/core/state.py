@@ -52,6 +52,17 @@ def parse_time(value: str) -> datetime | None:
     return parse_rfc3339(value) if value else None
 
 
+class PlanTooLarge(TooLarge):
+    """A plan over Options.max_plan_bytes, with its figures: a caller that lent Decide only what
+    was left of its own budget (Simulate, whose answer holds many plans) words the refusal in
+    terms of its whole answer instead of the share it lent."""
+
+    def __init__(self, field: str, message: str, *, what: str, needed: int) -> None:
+        super().__init__(field, message)
+        self.what = what
+        self.needed = needed
+
+
 @dataclass(slots=True)
 class PassState:
     js: JobSet
@@ -103,8 +114,10 @@ class PassState:
         self.planned_bytes += nbytes
         limit = self.observed.options.max_plan_bytes
         if limit and self.planned_bytes > limit:
-            raise TooLarge(field, f"{what}: the plan would hold at least {self.planned_bytes:,} "
-                                  f"bytes, over the limit of {limit:,} bytes per answer")
+            raise PlanTooLarge(field, f"{what}: the plan would hold at least "
+                                      f"{self.planned_bytes:,} bytes, over the limit of "
+                                      f"{limit:,} bytes per answer",
+                               what=what, needed=self.planned_bytes)
 
     def enqueue_event(self, type_: str, reason: str, message: str) -> None:
         self.status_events.append(Event(type=type_, reason=reason, message=message))
