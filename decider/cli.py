@@ -70,7 +70,12 @@ def _call_remote(target: str, method: str, request: Any, command: str | None = N
             return getattr(client, method)(request)
         except grpc.RpcError as exc:
             code = exc.code()
-            if code == grpc.StatusCode.INVALID_ARGUMENT:
+            shed = any(key == "grpc-retry-pushback-ms" for key, _ in
+                       (exc.trailing_metadata() or ()))  # type: ignore[attr-defined]
+            # Too large is the input's fault, as in-process (exit 2); a server shedding load
+            # says so with a retry pushback, and is "could not be served" (exit 1).
+            if code == grpc.StatusCode.INVALID_ARGUMENT or (
+                    code == grpc.StatusCode.RESOURCE_EXHAUSTED and not shed):
                 raise UsageError(_flag_named(exc.details(), command)) from None
             _fail(f"{target}: {code.name}: {exc.details()}", EXIT_UNAVAILABLE)
 

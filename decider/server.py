@@ -130,6 +130,14 @@ def server_options(max_message_bytes: int, max_connection_age: float = 0.0,
     return options
 
 
+# RESOURCE_EXHAUSTED is both "the input is too large" (the worker's answer) and "the server is
+# shedding load" (here). The second carries gRPC's retry pushback (the retry design's trailer,
+# honoured by a client's retry policy), so a client can tell a request worth sending again
+# later from one that never fits: a worker frees up in milliseconds; a lost one's place is
+# taken by a spare whose own replacement takes ~0.4 s.
+PUSHBACK = "grpc-retry-pushback-ms"
+BUSY_PUSHBACK_MS = 100
+LOST_PUSHBACK_MS = 500
 # A flood of requests past --max-pending logged a warning each (hundreds a second).
 BUSY_REPORT_SECONDS = 10.0
 
@@ -198,9 +206,11 @@ class DeciderService:
             return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
         except Busy as exc:
             self._busy.report(f"{method}: {exc}")
+            context.set_trailing_metadata(((PUSHBACK, str(BUSY_PUSHBACK_MS)),))
             return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
         except WorkerLost as exc:
             log.warning("%s: %s", method, exc)
+            context.set_trailing_metadata(((PUSHBACK, str(LOST_PUSHBACK_MS)),))
             return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
         return reply.code, reply.message if reply.code != OK else "", reply
 

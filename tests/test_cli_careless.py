@@ -151,3 +151,20 @@ metadata:
 """)
     assert "metadata.namespace: must be a string" in one_line(
         run("decide", "-f", str(path), "--now", NOW))
+
+
+def test_an_input_too_large_exits_2_through_a_server_as_in_process(tmp_path: Path) -> None:
+    """RESOURCE_EXHAUSTED for a too-large input was exit 1 ("could not be reached") through
+    --server; only a server shedding load (a retry pushback) is that."""
+    from decider.limits import Limits
+    from decider.server import BackgroundServer
+
+    path = tmp_path / "big.yaml"
+    text = Path(LEADER).read_text().replace("metadata:\n", "metadata:\n  annotations: {big: '"
+                                            + "x" * 5000 + "'}\n", 1)
+    path.write_text(text)
+    small = Limits(max_object_bytes=4096)
+    with BackgroundServer(limits=small) as srv:
+        remote = run("decide", "-f", str(path), "--now", NOW, "--server", srv.target)
+    said = one_line(remote)
+    assert "over the limit of 4,096 bytes per object" in said, said
