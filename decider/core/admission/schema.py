@@ -1,11 +1,14 @@
 """The CRD's structural schema, as far as JobSet's own fields go: types, required fields,
-enums, minimums, maxItems, list-map keys; plus the type meta and object meta checks the API
-server applies to every custom resource.
+enums, minimums, maxItems, list-map keys and list-set items; plus the type meta and object meta
+checks the API server applies to every custom resource.
 
 The embedded batch/v1 Job template is type-checked only where JobSet itself reads it (counts,
-completion mode, pod metadata, scheduling fields, volumes and mounts); the rest is the Job
-API's business when the Job is created. Which fields exist at all, down to the last pod field,
-is crd.py's (strict decoding), from the full schema generated from upstream's CRD.
+completion mode, pod metadata, scheduling fields, volumes and mounts), and walked down to every
+list the CRD marks x-kubernetes-list-type map or set: the API server enforces those lists'
+uniqueness on the JobSet itself (apiextensions' listtype validation), so a duplicate there is
+refused at admission, not when the Job is created. The rest is the Job API's business. Which
+fields exist at all, down to the last pod field, is crd.py's (strict decoding), from the full
+schema generated from upstream's CRD.
 
 Messages follow apimachinery's wording where it has one ("Required value", "must have at most
 5 items", `unsupported value "X": supported values: ...`); type errors say what was expected.
@@ -63,8 +66,11 @@ class Obj:
 class Arr:
     items: Node
     max_items: int | None = None
-    # x-kubernetes-list-type: map with a single key: that key must be unique.
-    map_key: str | None = None
+    # x-kubernetes-list-type: map: the x-kubernetes-list-map-keys, in the CRD's order; the
+    # combination of their values must be unique across the items.
+    map_keys: tuple[str, ...] = ()
+    # x-kubernetes-list-type: set: no item may appear twice.
+    unique: bool = False
 
 
 Node = Str | Int | Bool | StrMap | Obj | Arr
@@ -134,22 +140,77 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
         return
     if node.max_items is not None and len(value) > node.max_items:
         errs.append(FieldError(path, f"must have at most {node.max_items} items"))
-    # listtype validation of a list map: the second item with a key already seen is a
-    # duplicate at the item's path, its key shown as JSON; later ones are not reported again.
-    seen: dict[str, int] = {}
+    # The API server reports schema and list-type errors together; each duplicate follows its
+    # item's own errors, as the single-key check always has.
+    duplicates = _duplicates(value, node)
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
         if item is None:
             # A null list item is not pruned; it is simply not of the item type.
             errs.append(FieldError(item_path, _TYPE_MESSAGES[type(node.items)]))
-            continue
-        _check(item, node.items, item_path, errs)
-        if node.map_key and isinstance(item, dict):
-            key = {node.map_key: item[node.map_key]} if node.map_key in item else {}
-            shown = go_json(key)
-            seen[shown] = seen.get(shown, 0) + 1
-            if seen[shown] == 2:
-                errs.append(FieldError(item_path, f"Duplicate value: {shown}"))
+        else:
+            _check(item, node.items, item_path, errs)
+        if index in duplicates:
+            errs.append(FieldError(item_path, f"Duplicate value: {duplicates[index]}"))
+
+
+def _duplicates(items: list[Any], node: Arr) -> dict[int, str]:
+    """apiextensions' listtype validation of one list: index -> the duplicate value as the
+    API server shows it. Each repeated key (set: item) is reported once, at its second
+    occurrence. A list map's key is the object of the key fields an item has (an absent key, or
+    a null item, counts as unspecified), shown as json.Marshal writes it: keys sorted. Nulls
+    are pruned and defaults applied before (ports' protocol TCP), so what is compared is what
+    the API server compares."""
+    identities: list[tuple[str, str]] = []
+    shown: list[str] = []
+    if node.map_keys:
+        if any(item is not None and not isinstance(item, dict) for item in items):
+            # validateListMap refuses a list with a non-object item outright and compares no
+            # keys; the item's own type error says what is wrong with it.
+            return {}
+        for item in items:
+            key = {k: item[k] for k in node.map_keys if k in item} if item else {}
+            shown.append(go_json(_go_numbers(key)))
+            if len(node.map_keys) > 1:
+                # Several keys: the key objects themselves are compared (as JSON).
+                identities.append(_identity(key))
+            elif key:
+                # One key: its value alone is compared.
+                identities.append(_identity(next(iter(key.values()))))
+            else:
+                identities.append(("unspecified", ""))
+    elif node.unique:
+        for item in items:
+            identities.append(_identity(item))
+            # field.Error prints a string with %q, another scalar with %v, the rest as JSON.
+            shown.append(quote(item) if isinstance(item, str) else go_json(_go_numbers(item)))
+    counts: dict[tuple[str, str], int] = {}
+    out: dict[int, str] = {}
+    for index, identity in enumerate(identities):
+        counts[identity] = counts.get(identity, 0) + 1
+        if counts[identity] == 2:
+            out[index] = shown[index]
+    return out
+
+
+def _identity(value: Any) -> tuple[str, str]:
+    """What validateListSet compares: objects and lists by their json.Marshal text (80.0 is
+    written 80), scalars by Go equality, which tells int64 80 from float64 80 and a string
+    from a number, as the JSON text of the Python value does."""
+    if isinstance(value, dict | list):
+        return ("compound", go_json(_go_numbers(value)))
+    return ("scalar", go_json(value))
+
+
+def _go_numbers(value: Any) -> Any:
+    """value with integral floats as ints: Go prints a float64 80 as 80, Python as 80.0."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _go_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_numbers(v) for v in value]
+    return value
 
 
 _META = Obj(
@@ -162,21 +223,35 @@ _META = Obj(
         "finalizers": Arr(Str()),
     }
 )
+# resources.claims of a container and of the pod: ResourceClaims used, unique by name.
+_RESOURCE_CLAIMS = Arr(
+    Obj({"name": Str(), "request": Str()}, required=("name",)), map_keys=("name",)
+)
 _CONTAINER = Obj(
     {
         "name": Str(),
         "image": Str(),
         "volumeMounts": Arr(
             Obj({"name": Str(), "mountPath": Str()}, required=("mountPath", "name")),
-            map_key="mountPath",
+            map_keys=("mountPath",),
         ),
+        # Keyed on port and protocol: 80/TCP and 80/UDP may coexist. protocol is defaulted to
+        # TCP before validation, so a port without one is the same as one saying TCP.
         "ports": Arr(
             Obj(
                 {"containerPort": Int(), "protocol": Str(), "name": Str()},
                 required=("containerPort",),
-            )
+            ),
+            map_keys=("containerPort", "protocol"),
         ),
-        "env": Arr(Obj({"name": Str(), "value": Str()}, required=("name",)), map_key="name"),
+        "env": Arr(Obj({"name": Str(), "value": Str()}, required=("name",)), map_keys=("name",)),
+        "volumeDevices": Arr(
+            Obj({"name": Str(), "devicePath": Str()}, required=("devicePath", "name")),
+            map_keys=("devicePath",),
+        ),
+        "resources": Obj({"claims": _RESOURCE_CLAIMS}),
+        # Walked only to reach the exit-code set; the rest is the Job API's.
+        "restartPolicyRules": Arr(Obj({"exitCodes": Obj({"values": Arr(Int(), unique=True)})})),
     },
     required=("name",),
 )
@@ -195,12 +270,25 @@ _POD_SPEC = Obj(
                 }
             )
         ),
-        "schedulingGates": Arr(Obj({"name": Str()}, required=("name",)), map_key="name"),
-        "volumes": Arr(Obj({"name": Str()}, required=("name",)), map_key="name"),
-        "containers": Arr(_CONTAINER, map_key="name"),
-        "initContainers": Arr(_CONTAINER, map_key="name"),
-        "ephemeralContainers": Arr(_CONTAINER, map_key="name"),
+        "schedulingGates": Arr(Obj({"name": Str()}, required=("name",)), map_keys=("name",)),
+        "volumes": Arr(Obj({"name": Str()}, required=("name",)), map_keys=("name",)),
+        "containers": Arr(_CONTAINER, map_keys=("name",)),
+        "initContainers": Arr(_CONTAINER, map_keys=("name",)),
+        "ephemeralContainers": Arr(_CONTAINER, map_keys=("name",)),
         "priority": Int(),
+        # Keyed on both: one zone constraint may be DoNotSchedule and another ScheduleAnyway.
+        "topologySpreadConstraints": Arr(
+            Obj(
+                {"maxSkew": Int(), "topologyKey": Str(), "whenUnsatisfiable": Str()},
+                required=("maxSkew", "topologyKey", "whenUnsatisfiable"),
+            ),
+            map_keys=("topologyKey", "whenUnsatisfiable"),
+        ),
+        "hostAliases": Arr(Obj({"ip": Str()}, required=("ip",)), map_keys=("ip",)),
+        # name is not required but defaulted to "": two nameless secrets are duplicates.
+        "imagePullSecrets": Arr(Obj({"name": Str()}), map_keys=("name",)),
+        "resourceClaims": Arr(Obj({"name": Str()}, required=("name",)), map_keys=("name",)),
+        "resources": Obj({"claims": _RESOURCE_CLAIMS}),
     },
     required=("containers",),
 )
@@ -218,6 +306,10 @@ _JOB_SPEC = Obj(
         "managedBy": Str(),
         "suspend": Bool(),
         "manualSelector": Bool(),
+        # Walked only to reach the exit-code set; the rest is the Job API's.
+        "podFailurePolicy": Obj(
+            {"rules": Arr(Obj({"onExitCodes": Obj({"values": Arr(Int(), unique=True)})}))}
+        ),
         "template": Obj({"metadata": _META, "spec": _POD_SPEC}),
     },
     required=("template",),
@@ -231,7 +323,7 @@ _REPLICATED_JOB = Obj(
         "dependsOn": Arr(
             Obj({"name": Str(), "status": Str(c.DEPENDS_ON_STATUSES)}, required=("name", "status")),
             max_items=5,
-            map_key="name",
+            map_keys=("name",),
         ),
     },
     required=("name", "template"),
@@ -246,10 +338,26 @@ _FAILURE_RULE = Obj(
     },
     required=("action", "name"),
 )
-_PVC_TEMPLATE = Obj({"apiVersion": Str(), "kind": Str(), "metadata": _META, "spec": Obj()})
+_PVC_TEMPLATE = Obj(
+    {
+        "apiVersion": Str(),
+        "kind": Str(),
+        "metadata": _META,
+        "spec": Obj(),
+        # The PVC's status is in the CRD too, its conditions a list map keyed on type.
+        "status": Obj(
+            {
+                "conditions": Arr(
+                    Obj({"type": Str(), "status": Str()}, required=("status", "type")),
+                    map_keys=("type",),
+                )
+            }
+        ),
+    }
+)
 SPEC = Obj(
     {
-        "replicatedJobs": Arr(_REPLICATED_JOB, map_key="name"),
+        "replicatedJobs": Arr(_REPLICATED_JOB, map_keys=("name",)),
         "network": Obj(
             {"enableDNSHostnames": Bool(), "subdomain": Str(), "publishNotReadyAddresses": Bool()}
         ),
