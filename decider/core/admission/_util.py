@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
-from typing import Any
+from decimal import MAX_EMAX, MIN_EMIN, Decimal, DecimalException, localcontext
+from typing import TYPE_CHECKING, Any
+
+from decider.core.admission import quantity
+
+if TYPE_CHECKING:
+    from decider.core.admission.crd import Node
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -141,6 +148,98 @@ def semantic_equal(a: Any, b: Any) -> bool:
     if _empty(na) and _empty(nb):
         return True
     return strict_equal(na, nb)
+
+
+def quantity_value(value: Any) -> Decimal | None:
+    """The exact value of a resource quantity as Go parses it (ParseQuantity, rounding
+    included), or None when Go cannot parse it. Two quantities are semantically equal when
+    these are (Quantity.Cmp == 0): "1Gi", "1024Mi" and 1073741824 are one value."""
+    try:
+        # canonical() does ParseQuantity's rounding; its text is then exact to evaluate.
+        text = quantity.canonical(value)
+        match = _QUANTITY_TEXT.fullmatch(text)
+        if match is None:
+            return None
+        base, exponent, _ = quantity._interpret(match.group(2))
+        with localcontext() as ctx:
+            ctx.prec = len(text) + 40
+            ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
+            number = Decimal(match.group(1))
+            return number.scaleb(exponent) if base == 10 else number * (2**exponent)
+    except (quantity.QuantityError, DecimalException, ValueError, OverflowError):
+        return None
+
+
+_QUANTITY_TEXT = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(.*)", re.ASCII | re.S)
+
+
+def typed_equal(a: Any, b: Any, node: Node) -> bool:
+    """apimachinery's equality.Semantic.DeepEqual of the Go values `a` and `b` decode to, for
+    a value of the schema node `node` (crd.py's, generated from upstream's CRD and Go types);
+    None stands for an absent field.
+
+    What the typed comparison sees that a JSON comparison does not:
+    - a field whose node lists a Go zero (a non-pointer struct, a non-pointer Quantity, a
+      scalar without omitempty) decodes the same absent as at its zero value: an absent
+      `template.metadata` equals `{}`;
+    - any other struct or Quantity field is a pointer: absent (nil) differs from `{}`
+      (a pointer to an empty struct), so adding `securityContext: {}` is a change;
+    - nil and empty slices and maps are equal (the forked reflect.DeepEqual says so);
+    - quantities compare by value (Semantic's Quantity equality is Cmp == 0).
+    Omitempty scalars are compared as present or absent: the generated schema does not tell a
+    `*bool` from a `bool` with omitempty (neither has a Go zero in json.Marshal's output).
+    Values of a shape the node does not expect fall back to semantic_equal."""
+    kind = node.kind
+    if kind == "quantity":
+        if a is None or b is None:
+            return a is None and b is None
+        va, vb = quantity_value(a), quantity_value(b)
+        if va is None or vb is None:
+            # Unparseable (the webhook's decoding would refuse it): compare the text.
+            return strict_equal(a, b)
+        return va == vb
+    if kind == "map" and node.child is not None:
+        a, b = {} if a is None else a, {} if b is None else b
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return semantic_equal(a, b)
+        return a.keys() == b.keys() and all(typed_equal(a[k], b[k], node.child) for k in a)
+    if kind == "array" and node.child is not None:
+        a, b = [] if a is None else a, [] if b is None else b
+        if not isinstance(a, list) or not isinstance(b, list):
+            return semantic_equal(a, b)
+        return len(a) == len(b) and all(
+            typed_equal(x, y, node.child) for x, y in zip(a, b, strict=True)
+        )
+    if kind == "object" and node.props:
+        a, b = {} if a is None else a, {} if b is None else b
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return semantic_equal(a, b)
+        zeros = dict(node.zeros)
+        for key in a.keys() | b.keys():
+            va, vb = a.get(key), b.get(key)
+            sub = node.props.get(key)
+            if sub is None:
+                # Unknown to the Go type (strict decoding refuses it before this): as before.
+                if not semantic_equal(va, vb):
+                    return False
+                continue
+            if key in zeros:
+                zero = zeros[key]
+                va = zero if va is None else va
+                vb = zero if vb is None else vb
+            elif sub.kind == "object" and (va is None) != (vb is None):
+                # A pointer to a struct: nil is not a pointer to the zero struct.
+                return False
+            if not typed_equal(va, vb, sub):
+                return False
+        return True
+    if kind == "object":
+        # A free-form object (no properties in the schema): the JSON view.
+        return semantic_equal(a, b)
+    # Scalars: both absent, or the same JSON value (an absent pointer is not its zero).
+    if a is None or b is None:
+        return a is None and b is None
+    return strict_equal(a, b)
 
 
 def gate_values(feature_gates: Any, known: Mapping[str, bool]) -> dict[str, bool]:

@@ -20,6 +20,7 @@ from decider.core.admission._util import (
     as_list,
     gate_values,
     semantic_equal,
+    typed_equal,
 )
 from decider.core.admission.create import rjob_name_errors, unknown_field_errors
 from decider.core.admission.defaulting import apply_structural_defaults
@@ -30,6 +31,8 @@ FIELD_IMMUTABLE = "field is immutable"
 # Pod-template fields Kueue must be able to change while a JobSet is (being) suspended, as
 # the webhook lists them: metadata labels and annotations, and these pod spec fields.
 _SUSPENDED_MUTABLE_POD_SPEC = ("nodeSelector", "tolerations", "schedulingGates")
+# The schema node of spec.replicatedJobs ([]ReplicatedJob), for the typed comparison.
+_REPLICATED_JOBS = crd.SPEC.props["replicatedJobs"]
 
 
 def _is_terminal(obj: Any) -> bool:
@@ -111,25 +114,41 @@ def _elastic_errors(
     return errs
 
 
+def _child(parent: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """parent[key] for writing into, created ({}) when absent or null; None when it holds
+    something else (a shape the comparison then judges as sent)."""
+    if parent is None:
+        return None
+    value = parent.get(key)
+    if value is None:
+        value = parent[key] = {}
+    return value if isinstance(value, dict) else None
+
+
 def _mask_suspended_fields(
     new_spec: dict[str, Any], munged: list[Any], old_by_name: Mapping[str, dict[str, Any]]
 ) -> None:
     """While old or new is suspended, the Kueue-mutable pod-template fields take the old
-    values in the copy that is compared, i.e. they may change."""
+    values in the copy that is compared, i.e. they may change.
+
+    The webhook assigns them on Go structs (`munged...Template.Spec.Template.Labels =
+    old...Labels`), where an absent template, pod metadata or pod spec is the zero struct and
+    is assigned into all the same. So the path is created here when the request left it out:
+    a request without the pod template's `metadata` drops its labels, which is allowed while
+    suspended exactly as `metadata: {}` is. The created levels are non-pointer structs, which
+    typed_equal takes as equal to absent, so creating them changes nothing else."""
     for i, rjob in enumerate(as_list(new_spec.get("replicatedJobs"))):
         old = _matching_old(rjob, old_by_name)
         if old is None or not isinstance(munged[i], dict):
             continue
         old_pod = as_dict(_job_spec(old).get("template"))
-        pod = as_dict(_job_spec(munged[i]).get("template"))
-        if not pod and not old_pod:
-            continue
-        meta, old_meta = pod.get("metadata"), as_dict(old_pod.get("metadata"))
-        if isinstance(meta, dict):
+        pod = _child(_child(_child(munged[i], "template"), "spec"), "template")
+        meta, old_meta = _child(pod, "metadata"), as_dict(old_pod.get("metadata"))
+        if meta is not None:
             _copy_field(meta, old_meta, "labels")
             _copy_field(meta, old_meta, "annotations")
-        spec, old_pod_spec = pod.get("spec"), as_dict(old_pod.get("spec"))
-        if isinstance(spec, dict):
+        spec, old_pod_spec = _child(pod, "spec"), as_dict(old_pod.get("spec"))
+        if spec is not None:
             for key in _SUSPENDED_MUTABLE_POD_SPEC:
                 _copy_field(spec, old_pod_spec, key)
 
@@ -150,7 +169,9 @@ def webhook_update_errors(
         errs.extend(_elastic_errors(new_spec, munged, old_by_name, _is_terminal(old)))
     if new_spec.get("suspend") is True or old_spec.get("suspend") is True:
         _mask_suspended_fields(new_spec, munged, old_by_name)
-    if not semantic_equal(munged, old_spec.get("replicatedJobs")):
+    # ValidateImmutableField: Semantic.DeepEqual on the decoded []ReplicatedJob, so the
+    # comparison is typed (quantities by value, nil pointers apart from empty structs).
+    if not typed_equal(munged, old_spec.get("replicatedJobs"), _REPLICATED_JOBS):
         errs.append(FieldError("spec.replicatedJobs", FIELD_IMMUTABLE))
     if not semantic_equal(new_spec.get("managedBy"), old_spec.get("managedBy")):
         errs.append(FieldError("spec.managedBy", FIELD_IMMUTABLE))
