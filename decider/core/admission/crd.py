@@ -69,6 +69,10 @@ _OBJECT_META_NODE = Node("object", {
         "manager": _STRING, "operation": _STRING, "apiVersion": _STRING, "time": _STRING,
         "fieldsType": _STRING, "fieldsV1": _ANY, "subresource": _STRING})),
 })
+# spec.scheduling (upstream's gang scheduling, jobset PR #1250) is newer than the upstream CRD
+# this schema is generated from; this project's CRD keeps it (x-kubernetes-preserve-unknown-
+# fields), so strict decoding knows it, and the gang rules judge it (create.validate_create).
+SPEC.props.setdefault("scheduling", _ANY)
 ROOT = Node("object", {"apiVersion": _STRING, "kind": _STRING, "metadata": _OBJECT_META_NODE,
                        "spec": SPEC, "status": STATUS})
 
@@ -156,6 +160,8 @@ def _join(path: str, key: str) -> str:
 def _prune(value: Any, node: Node | None, path: str, out: list[str]) -> None:
     """Upstream's structural pruning: a key the node does not know is unknown; under no node at
     all (an array item of a non-array node, say) every key is."""
+    if node is not None and node.kind == "any":
+        return  # preserved whole, as x-kubernetes-preserve-unknown-fields does
     if isinstance(value, dict):
         for key, sub in value.items():
             if node is not None and key in node.props:

@@ -256,6 +256,13 @@ def validate_create(
         pvcs = existing_pvcs if isinstance(existing_pvcs, Mapping) else {}
         errs = webhook_create_errors(defaulted, gates, pvcs)
         errs.extend(independent.create_errors(defaulted))
+        # The gang rules Decide applies, said at admission where the author sees them.
+        from decider.core.gang import validate_jobset_scheduling
+        from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
+
+        annotations = as_dict(as_dict(as_dict(defaulted).get("metadata")).get("annotations"))
+        if "scheduling" in as_dict(spec) or GANG_POLICY_ANNOTATION in annotations:
+            errs.extend(validate_jobset_scheduling(defaulted))
         return errs
     except RecursionError:
         return [FieldError("", "the object is nested too deeply to validate")]
