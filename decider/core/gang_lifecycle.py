@@ -8,7 +8,9 @@ the Jobs), and links the Jobs created in the same pass to their PodGroups.
 
 Lifecycle, as KEP-969 (WAS integration) describes it:
 - created suspended: nothing; suspend or finish: delete the objects (PodGroups first, uid
-  preconditions); resume: recreate them with the same names; restart: keep them;
+  preconditions), once: one already terminating is not deleted again; resume: recreate them
+  with the same names, once the old ones are gone (until then no object and no Job is created
+  or resumed); restart: keep them;
 - every Job created in the pass carries its pod-template reference (``schedulingGroup``, a
   ``workloadRef``, a label or an annotation, per target) and the Job annotations, also when it
   is created suspended: a pod template cannot gain the reference later;
@@ -50,7 +52,8 @@ class GangStep:
     """What the gang step decided, for the Job steps that follow it in the same pass."""
 
     plan: GangPlan | None = None
-    # A same-named object is controlled by someone else: create and resume no Job.
+    # Create and resume no Job: a same-named object is controlled by someone else, or one of
+    # ours is still being deleted (pods would join, and keep alive, the group going away).
     blocked: bool = False
 
 
@@ -112,7 +115,10 @@ def reconcile(st: PassState) -> GangStep:
     if plan is None:
         return GangStep()
     _act(st, plan)
-    return GangStep(plan=plan)
+    # Objects of ours still terminating: their successors are not created yet, and Jobs wait
+    # too. No requeue: the shim watches the gang objects the JobSet owns, so the deletion that
+    # frees the names wakes the JobSet, as a terminating child Job's does.
+    return GangStep(plan=plan, blocked=bool(plan.waiting))
 
 
 def _refuse(st: PassState, errors: list[FieldError]) -> None:

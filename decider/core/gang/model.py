@@ -87,6 +87,11 @@ class GangPlan:
     job_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     updates: list[dict[str, Any]] = field(default_factory=list)
     deletes: list[dict[str, Any]] = field(default_factory=list)
+    # Same-named objects still being deleted (a deletionTimestamp): the plan creates nothing
+    # until they are gone, and no Job may be created or resumed meanwhile (its pods would join,
+    # and keep alive through the protection finalizer, the group that is going away).
+    # Not part of ``to_dict``: the explanation says it, and the RPC has no field for it.
+    waiting: list[dict[str, Any]] = field(default_factory=list)
     mode: str = "none"
     groups: list[Group] = field(default_factory=list)
 

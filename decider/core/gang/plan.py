@@ -127,25 +127,47 @@ def _ref(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _normalized(spec: Any, desired: Any) -> Any:
-    """Drop what the server fills in or what may change in place, to compare specs for drift."""
-    if isinstance(spec, dict):
-        out = {}
-        for k, v in spec.items():
-            if k == "minCount" or v is None:
+def _terminating(obj: dict[str, Any]) -> bool:
+    """Already being deleted: a protection finalizer keeps it until no pod uses the group."""
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+def _drifted(current: Any, desired: Any) -> bool:
+    """Whether ``current`` differs from ``desired`` in a field the decider sets.
+
+    Only the fields of ``desired`` are compared. Whatever else the existing object carries was
+    put there by the server or someone else and is never ours to undo: the Priority admission
+    plugin (``priority``, a global default ``priorityClassName``, ``preemptionPolicy``), API
+    defaults (``disruptionMode``), Volcano's webhook (``queue: default``), scheduler-plugins
+    (``scheduleTimeoutSeconds``, ``minResources``), and whatever a newer server or another
+    webhook adds. A per-target list of such fields would have to be complete for every server
+    version and webhook, and any gap is a delete/create hot loop; the objects the decider
+    builds come from the JobSet's spec, so comparing its own fields is enough to see a change.
+
+    ``minCount`` is left out (patched in place instead). An explicit ``null`` in ``desired``
+    is a value the decider sets (``schedulingConstraints: null`` of a template without
+    topology): the existing field must be absent or null. Lists must have the same length
+    (a template added or removed is drift), and are compared item by item.
+    """
+    if isinstance(desired, dict):
+        if not isinstance(current, dict):
+            return True
+        for key, want in desired.items():
+            if key == "minCount":
                 continue
-            if (
-                isinstance(desired, dict)
-                and k not in desired
-                and k in ("priority", "disruptionMode")
-            ):
-                continue  # server defaults (Priority admission, disruptionMode default)
-            out[k] = _normalized(v, desired.get(k) if isinstance(desired, dict) else None)
-        return out
-    if isinstance(spec, list):
-        d = desired if isinstance(desired, list) else []
-        return [_normalized(v, d[i] if i < len(d) else None) for i, v in enumerate(spec)]
-    return spec
+            have = current.get(key)
+            if want is None:
+                if have is not None:
+                    return True
+            elif _drifted(have, want):
+                return True
+        return False
+    if isinstance(desired, list):
+        if not isinstance(current, list) or len(current) != len(desired):
+            return True
+        return any(_drifted(c, d) for c, d in zip(current, desired, strict=True))
+    # A bool is not the number it equals in Python (True == 1); numbers compare by value.
+    return isinstance(current, bool) != isinstance(desired, bool) or current != desired
 
 
 def _min_counts(obj: dict[str, Any]) -> list[int | None]:
@@ -192,7 +214,10 @@ def jobset_gang(
     objects to create (Workload first), per child Job (``<jobset>-<rjob>-<index>``) the pod
     template patch and Job annotations it must be created with, in-place minCount updates, and
     deletions (suspend, finish, or drift of an immutable field: objects are recreated on a later
-    pass). Raises ``OwnershipConflict`` when a same-named object is controlled by someone else.
+    pass). An object already being deleted is never deleted again; while one the JobSet needs
+    is still terminating, nothing is created and ``waiting`` names it (no Job may be created or
+    resumed meanwhile). Raises ``OwnershipConflict`` when a same-named object is controlled by
+    someone else.
     """
     gen, _native, renderer = resolve_target(target, api_version)
     found = _existing(existing)
@@ -218,13 +243,21 @@ def jobset_gang(
     ]
     # PodGroups go before the Workload, leaves first, as upstream deletes them.
     owned.sort(key=lambda o: o.get("kind") == "Workload")
+    # An object already being deleted lingers (protection finalizer) until no pod uses it.
+    # Deleting it again changes nothing, and planned on every pass it is a hot loop; upstream
+    # skips children that are already terminating (spec §2.2), and so do we.
+    live = [o for o in owned if not _terminating(o)]
+    going = len(owned) - len(live)
     if f.finished or f.suspended:
-        plan.deletes = [_ref(o) for o in owned]
+        plan.deletes = [_ref(o) for o in live]
         why = "has finished" if f.finished else "is suspended"
-        if owned:
-            say(f"JobSet {f.name} {why}: delete its {len(owned)} scheduling object(s)")
-        else:
+        if live:
+            say(f"JobSet {f.name} {why}: delete its {len(live)} scheduling object(s)")
+        elif not going:
             say(f"JobSet {f.name} {why}: no scheduling objects are kept")
+        if going:
+            say(f"JobSet {f.name} {why}: {going} scheduling object(s) already being deleted "
+                "are not deleted again")
         if f.suspended and not f.finished:
             say("they are recreated with the same names when the JobSet resumes")
         return plan
@@ -232,6 +265,7 @@ def jobset_gang(
         (o.get("apiVersion"), o.get("kind"), _meta(o).get("name")): (i, o)
         for i, o in enumerate(found)
     }
+    waiting: list[dict[str, Any]] = []
     for desired in rendered.objects:
         name = desired["metadata"]["name"]
         hit = by_key.get((desired["apiVersion"], desired["kind"], name))
@@ -248,12 +282,18 @@ def jobset_gang(
                     f"{f.name}; refusing to adopt it",
                 )
             )
-        if _normalized(current.get("spec"), desired["spec"]) != _normalized(
-            desired["spec"], desired["spec"]
-        ):
+        if _terminating(current):
+            # Its successor cannot be created until the name is free (AlreadyExists), and a
+            # terminating object is neither kept nor compared: it is waited for.
+            waiting.append(_ref(current))
+            say(f"{desired['kind']} {name} is still being deleted: wait until it is gone")
+            continue
+        if _drifted(current.get("spec"), desired["spec"]):
             plan.objects.clear()
             plan.updates.clear()
-            plan.deletes = [_ref(o) for o in owned]
+            plan.deletes = [_ref(o) for o in live]
+            # Any of ours still terminating holds the Jobs as below; the rest follow next pass.
+            plan.waiting = [_ref(o) for o in owned if _terminating(o)]
             say(
                 f"{desired['kind']} {name} differs from the JobSet in an immutable field: delete "
                 "the scheduling objects; they are recreated on the next pass"
@@ -266,6 +306,16 @@ def jobset_gang(
             say(f"{desired['kind']} {name}: update gang minCount in place")
         else:
             say(f"{desired['kind']} {name} exists and is controlled by the JobSet: kept")
+    if waiting:
+        # Create none of the others either: a PodGroup made now would name (and be owned by)
+        # the Workload that is going away, or join a gang whose other half is. The deletion
+        # of an owned object wakes the JobSet, and the next pass creates them all.
+        plan.waiting = waiting
+        plan.objects.clear()
+        say(
+            f"JobSet {f.name}: {len(waiting)} scheduling object(s) still being deleted; "
+            "nothing is created, and no Job is created or resumed, until they are gone"
+        )
     return plan
 
 
