@@ -30,11 +30,13 @@ from shim.guard import PlanGuard
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.owned import (
+    BY_NAME_KINDS,
     OwnedIndex,
     controller_ref,
     is_jobset_ref,
     jobset_owner,
     may_be_gang_name,
+    named_children,
 )
 from shim.refusals import DecisionRefused, PlanRefused, as_refusal, report
 from shim.telemetry import ShimTelemetry
@@ -95,8 +97,9 @@ class Shim:
             )
         self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
         self._owned = OwnedIndex()
+        # A Retain PVC has no owner: its create is awaited by name (see _cached).
         self.expectations = Expectations(
-            self._owned.get, {kind for _, kind in config.owned_kinds})
+            self._cached, {kind for _, kind in config.owned_kinds}, by_name=BY_NAME_KINDS)
         # Per JobSet put off: when the fallback retry is due (dropped once a pass runs).
         self._put_off: dict[Key, float] = {}
         self.applier = Applier(
@@ -113,6 +116,7 @@ class Shim:
                           self._on_pod)
         self.jobsets, self.informers = w.jobsets, w.informers
         self.gang_informers, self.pods = w.gang_informers, w.pods
+        self._by_name = w.by_name
         self.spec_check = SpecCheck(decider, self.applier.recorder, config.feature_gates,
                                     config.decider_timeout)
 
@@ -174,11 +178,33 @@ class Shim:
         if name:
             self.queue.add((meta.get("namespace", ""), name))
 
+    def _cached(self, namespace: str, uid: str, kind: str, name: str) -> Obj | None:
+        """The cached object the JobSet's expectations look for: a Service or PVC by name,
+        whoever controls it (a retained PVC has no owner); anything else only if controlled."""
+        informer = self._by_name.get(kind)
+        if informer is not None:
+            return informer.get(namespace, name)
+        return self._owned.get(namespace, uid, kind, name)
+
     def owned(self, jobset: Obj) -> list[Obj]:
-        """What the JobSet controls, plus gang objects named like its own whoever controls them."""
+        """What the JobSet controls, plus the objects it looks up by name whoever holds them:
+        gang objects named like its own, its headless Service and its volumeClaimPolicies'
+        PVCs."""
         uid = jobset["metadata"].get("uid", "")
         ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
         out = self._owned.controlled(ns, uid)
+        # Upstream looks the Service and the PVCs up by name and uses whatever holds the name;
+        # the decider does the same with what it is sent (it matches by kind and name, adopts
+        # nothing, and the guard lets a plan delete or patch only what the JobSet controls).
+        # Unsent, a Retain PVC (no owner) or a Service of someone else's would be planned
+        # again on every pass, a POST answered AlreadyExists each time. One cache read per
+        # name, in the JobSet's namespace: no scan of every PVC.
+        for kind, child in named_children(jobset):
+            informer = self._by_name.get(kind)
+            obj = informer.get(ns, child) if informer is not None else None
+            # Controlled ones are in the list already.
+            if obj is not None and jobset_owner(obj) != (ns, uid):
+                out.append(obj)
         for informer in self.gang_informers:
             out.extend(
                 informer.select(

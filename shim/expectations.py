@@ -48,11 +48,16 @@ class _Pending:
 
 class Expectations:
     def __init__(self, lookup: Lookup, watched: Iterable[str], timeout: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 by_name: Iterable[str] = ()) -> None:
         """`lookup` reads the cache of what JobSets control; `watched`: the kinds it holds (an
-        object of another kind, or one the JobSet does not control, never shows there)."""
+        object of another kind, or one the JobSet does not control, never shows there).
+        `by_name`: watched kinds that `lookup` finds by name whoever controls them (a retained
+        PVC has no owner at all): a create of one is awaited even without the JobSet's
+        controller reference, or the pass right after it could plan it again."""
         self.lookup = lookup
         self.watched = frozenset(watched)
+        self.by_name = frozenset(by_name) & self.watched
         self.timeout = timeout
         self.clock = clock
         self._pending: dict[Key, _Pending] = {}
@@ -69,7 +74,8 @@ class Expectations:
         meta = obj.get("metadata") or {}
         js = jobset["metadata"]
         if (meta.get("uid") and obj.get("kind") in self.watched
-                and jobset_owner(obj) == (js.get("namespace", ""), js.get("uid"))):
+                and (obj.get("kind") in self.by_name
+                     or jobset_owner(obj) == (js.get("namespace", ""), js.get("uid")))):
             with self._lock:
                 self._entry(jobset).objects.append(
                     (str(obj.get("kind", "")), str(meta.get("name", "")), str(meta["uid"]), False))

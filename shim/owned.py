@@ -23,6 +23,14 @@ ObjKey = tuple[str, str]
 # hash>` (63 - 1 - 10). Objects with such a name are sent to Decide whoever controls them, so
 # that a same-named foreign object is refused rather than adopted.
 GANG_NAME_PREFIX = 52
+# Kinds a JobSet looks up by name, whoever made or controls them, as upstream does: its headless
+# Service (any Service holding the name is used) and the PVCs of its volumeClaimPolicies (a
+# `whenDeleted: Retain` claim has no owner reference at all, by design; one left by a previous
+# JobSet of the same name is reused). Unless Decide sees them it plans their creation on every
+# pass, and each pass spends a POST answered AlreadyExists.
+SERVICE = "Service"
+PVC = "PersistentVolumeClaim"
+BY_NAME_KINDS: tuple[str, ...] = (SERVICE, PVC)
 
 
 def may_be_gang_name(jobset_name: str, name: str) -> bool:
@@ -32,6 +40,35 @@ def may_be_gang_name(jobset_name: str, name: str) -> bool:
         or name.startswith(jobset_name + "-")
         or name.startswith(jobset_name[:GANG_NAME_PREFIX] + "-")
     )
+
+
+def named_children(jobset: Obj) -> list[tuple[str, str]]:
+    """(kind, name) of the Service and PVCs the decider would create for this JobSet.
+
+    The names follow upstream (spec/jobset.md §1.8, §0): the headless Service is
+    `spec.network.subdomain`, else the JobSet's name; each volumeClaimPolicies template gives
+    `<template>-<jobset>`. Computed here, not asked of the decider's core (which the shim never
+    imports); a malformed spec yields fewer names, never an error (admission judges the spec).
+    """
+    name = str((jobset.get("metadata") or {}).get("name") or "")
+    spec = jobset.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    network = spec.get("network")
+    subdomain = network.get("subdomain") if isinstance(network, dict) else None
+    out: list[tuple[str, str]] = []
+    service = subdomain if isinstance(subdomain, str) and subdomain else name
+    if service:
+        out.append((SERVICE, service))
+    policies = spec.get("volumeClaimPolicies")
+    for policy in policies if isinstance(policies, list) else ():
+        templates = policy.get("templates") if isinstance(policy, dict) else None
+        for template in templates if isinstance(templates, list) else ():
+            meta = template.get("metadata") if isinstance(template, dict) else None
+            tname = meta.get("name") if isinstance(meta, dict) else None
+            if isinstance(tname, str) and tname and name:
+                out.append((PVC, f"{tname}-{name}"))
+    # Once each, even if two templates share a name: the same object is sent once.
+    return list(dict.fromkeys(out))
 
 
 def controller_ref(obj: Obj | None) -> Obj | None:

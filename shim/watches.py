@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from shim.config import Config
 from shim.informer import Handler, Informer
 from shim.kube import Kube
+from shim.owned import BY_NAME_KINDS
 
 log = logging.getLogger("shim.controller")
 
@@ -25,6 +26,9 @@ class Watches:
     # like a JobSet's gang objects, so a foreign one reaches the decider.
     gang_informers: list[Informer]
     pods: Informer | None
+    # The Service and PVC informers by kind (those the cluster serves): their caches hold every
+    # Service/PVC of the watched namespaces, and a pass reads a JobSet's by name from them.
+    by_name: dict[str, Informer]
 
 
 def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
@@ -33,6 +37,7 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
                        on_jobset, watch_timeout=config.watch_timeout)
     informers = [jobsets]
     gang_informers: list[Informer] = []
+    by_name: dict[str, Informer] = {}
     gang_kinds = set(config.gang_kinds)
     for api_version, kind in config.owned_kinds:
         if not kube.served(api_version, kind):
@@ -44,10 +49,12 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
         informers.append(informer)
         if gang:
             gang_informers.append(informer)
+        elif api_version == "v1" and kind in BY_NAME_KINDS:
+            by_name[kind] = informer
     pods = None
     if config.feature_gates.get("InPlaceRestart"):
         # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
         pods = Informer(kube, kube.resource("v1", "Pod"), config.namespaces, on_pod,
                         label_selector=JOBSET_NAME_LABEL, watch_timeout=config.watch_timeout)
         informers.append(pods)
-    return Watches(jobsets, informers, gang_informers, pods)
+    return Watches(jobsets, informers, gang_informers, pods, by_name)
