@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -49,8 +50,12 @@ def admission_view(jobset: Obj) -> Obj:
 
 class SpecCheck:
     def __init__(self, decider: Any, recorder: EventRecorder, feature_gates: dict[str, bool],
-                 timeout: float) -> None:
+                 timeout: float, existing_pvcs: Callable[[Obj], list[Obj]] | None = None
+                 ) -> None:
         self.decider = decider
+        # PVCs of the JobSet's volumeClaimPolicies' names that it does not control: a create is
+        # judged against them, as upstream's webhook does (Retain and the same spec, or refused).
+        self.existing_pvcs = existing_pvcs
         self.recorder = recorder
         self.feature_gates = dict(feature_gates)
         self.timeout = timeout
@@ -97,6 +102,11 @@ class SpecCheck:
         request.options.feature_gates.update(self.feature_gates)
         if old is not None:
             request.old_object_json = json.dumps(old, separators=(",", ":"))
+        elif self.existing_pvcs is not None:
+            for pvc in self.existing_pvcs(jobset):
+                request.objects.add(api_version="v1", kind="PersistentVolumeClaim",
+                                    name=str(pvc["metadata"].get("name", "")),
+                                    object_json=json.dumps(pvc, separators=(",", ":")))
         self.validations += 1
         try:
             response = self.decider.validate(request, timeout=self.timeout)

@@ -31,6 +31,7 @@ from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.owned import (
     BY_NAME_KINDS,
+    PVC,
     OwnedIndex,
     controller_ref,
     is_jobset_ref,
@@ -118,7 +119,7 @@ class Shim:
         self.gang_informers, self.pods = w.gang_informers, w.pods
         self._by_name = w.by_name
         self.spec_check = SpecCheck(decider, self.applier.recorder, config.feature_gates,
-                                    config.decider_timeout)
+                                    config.decider_timeout, self._foreign_pvcs)
 
     # ---- leadership -----------------------------------------------------------------------
 
@@ -185,6 +186,20 @@ class Shim:
         if informer is not None:
             return informer.get(namespace, name)
         return self._owned.get(namespace, uid, kind, name)
+
+    def _foreign_pvcs(self, jobset: Obj) -> list[Obj]:
+        """The PVCs named like the JobSet's volumeClaimPolicies would make them that it does not
+        control: upstream's webhook judges a create against them (Retain and the same spec, or
+        refused), which the decider can do only if it is sent them."""
+        uid = jobset["metadata"].get("uid", "")
+        ns = jobset["metadata"]["namespace"]
+        informer = self._by_name.get(PVC)
+        out = []
+        for kind, child in named_children(jobset):
+            obj = informer.get(ns, child) if informer is not None and kind == PVC else None
+            if obj is not None and jobset_owner(obj) != (ns, uid):
+                out.append(obj)
+        return out
 
     def owned(self, jobset: Obj) -> list[Obj]:
         """What the JobSet controls, plus the objects it looks up by name whoever holds them:

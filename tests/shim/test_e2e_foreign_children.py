@@ -180,3 +180,30 @@ def test_a_retained_pvc_created_is_awaited_by_name_though_it_has_no_owner():
     assert exp.unseen((NS, "js"), js) is not None
     cache["ckpt-js"] = pvc
     assert exp.unseen((NS, "js"), js) is None
+
+
+def test_a_foreign_pvc_that_does_not_fit_refuses_the_jobset_as_upstreams_webhook_does(
+        cluster, shims):
+    """Upstream's webhook refuses a create whose PVC name is taken unless the policy is Retain
+    and the spec matches; the shim mounted someone else's 500Gi ReadWriteMany claim silently."""
+    pvcs = cluster.store.resource_for("", "v1", "persistentvolumeclaims")
+    cluster.store.create(pvcs, NS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "ckpt-fx", "namespace": NS},
+        "spec": {"accessModes": ["ReadWriteMany"],
+                 "resources": {"requests": {"storage": "500Gi"}}}})
+    r = rjob("workers", 2)
+    r["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "ckpt", "mountPath": "/ckpt"}]
+    body = jobset("fx", r)
+    body["spec"]["volumeClaimPolicies"] = [{
+        "templates": [{"metadata": {"name": "ckpt"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+        "retentionPolicy": {"whenDeleted": "Delete"}}]
+    shims.start()
+    cluster.create_jobset(body)
+    event = wait_for(lambda: next((e for e in cluster.event_objects("fx")
+                                   if e["reason"] == "InvalidJobSet"), None), what="refusal")
+    assert "spec does not match existing PVC ckpt-fx" in event["message"]
+    assert "retentionPolicy must be retain when PVC exists" in event["message"]
+    assert cluster.job_names("fx-") == []
