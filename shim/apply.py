@@ -34,7 +34,7 @@ from decider_client.render import ACTION_NAMES, status_to_dict
 from shim.event_sink import EventSink
 from shim.events import JOBSET_API_VERSION, EventRecorder
 from shim.expectations import Expectations
-from shim.kube import Kube, Obj, Resource, status_reason
+from shim.kube import Kube, Obj, Resource, status_message, status_reason
 from shim.owned import controller_ref
 
 log = logging.getLogger(__name__)
@@ -216,6 +216,14 @@ class Applier:
                     log.debug("%s %s/%s already exists", kind, namespace, action.name)
                     r.count(r.skipped, action)
                     return
+                if res.kind == "Job":
+                    # Upstream records every failed Job create at once, with the API server's
+                    # own words; the pass fails and is retried as before.
+                    name = obj.get("metadata", {}).get("name", action.name)
+                    self.recorder.warn_once(
+                        jobset, JOB_CONFLICT_REASON, _job_creation_failed(name,
+                                                                          status_message(exc)),
+                        ("Job", name, "error"), CONFLICT_EVENT_INTERVAL)
                 raise
         elif action.type in _DELETES:
             api_version, obj_kind = self.default_kinds[action.type]
@@ -334,11 +342,19 @@ class Applier:
         )
         reason = (GANG_CONFLICT_REASON if res.kind in GANG_KINDS
                   else JOB_CONFLICT_REASON if res.kind == "Job" else CONFLICT_REASON)
+        # A Job's event is worded as upstream's (tools match it); the log says who holds it.
+        event = _job_creation_failed(name, f'jobs.batch "{name}" already exists') \
+            if res.kind == "Job" else message
         if self.recorder.warn_once(
-            jobset, reason, message, (res.kind, name, have), CONFLICT_EVENT_INTERVAL
+            jobset, reason, event, (res.kind, name, have), CONFLICT_EVENT_INTERVAL
         ):
             log.warning("%s/%s: %s", namespace, js, message)
         raise CreateConflict(message)
+
+
+def _job_creation_failed(name: str, error: str) -> str:
+    """Upstream's JobCreationFailed message (spec §1.12)."""
+    return f'job "{name}" creation failed with error: {error}'
 
 
 def _controller_uid(obj: Obj) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from decider.core.gang import API_VERSIONS, TARGETS, jobset_gang
 from decider.v1 import decider_pb2 as pb
@@ -156,8 +157,25 @@ def test_a_foreign_job_is_an_object_conflict_too(kube):
     plan = pb.DecideResponse(actions=[_create(pb.ACTION_TYPE_CREATE_JOB, _job("js-workers-0", js))])
     with pytest.raises(CreateConflict):
         applier.apply(js, plan)
-    # Upstream's reason for a Job it could not create.
-    assert [e["reason"] for e in _events(fake)] == ["JobCreationFailed"]
+    # Upstream's reason and words for a Job it could not create (spec §1.12).
+    assert [(e["reason"], e["message"]) for e in _events(fake)] == [
+        ("JobCreationFailed", 'job "js-workers-0" creation failed with error: jobs.batch '
+                              '"js-workers-0" already exists')]
+    applier.close()
+
+
+def test_a_job_create_that_fails_is_recorded_as_upstream_does(kube):
+    """Upstream records every failed Job create at once; the shim recorded none but a conflict."""
+    fake, k = kube
+    js = _jobset(fake)
+    fake.add_fault("POST", "/jobs$", code=500, count=1)
+    applier = Applier(k, "c", "me")
+    plan = pb.DecideResponse(actions=[_create(pb.ACTION_TYPE_CREATE_JOB, _job("js-workers-0", js))])
+    with pytest.raises(ApiException):
+        applier.apply(js, plan)
+    assert [(e["reason"], e["message"]) for e in _events(fake)] == [
+        ("JobCreationFailed", 'job "js-workers-0" creation failed with error: injected fault '
+                              "(500)")]
     applier.close()
 
 
