@@ -267,8 +267,9 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], None], set[str]]] = {
                  {"DeleteWorkload", "DeletePodGroup"}),
     "v1beta1": ("changed-minCount-patched-in-place", _change_min,
                 {"PatchWorkload", "PatchPodGroup"}),
-    "scheduler-plugins": ("changed-minMember-replaced", _change_min, {"DeletePodGroup"}),
-    "volcano": ("changed-minMember-replaced", _change_min, {"DeletePodGroup"}),
+    # docs/gang.md: minMember is patched in place, as minCount is (both servers allow it).
+    "scheduler-plugins": ("changed-minMember-patched-in-place", _change_min, {"PatchPodGroup"}),
+    "volcano": ("changed-minMember-patched-in-place", _change_min, {"PatchPodGroup"}),
 }
 
 

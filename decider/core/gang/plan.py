@@ -144,17 +144,19 @@ def _drifted(current: Any, desired: Any) -> bool:
     version and webhook, and any gap is a delete/create hot loop; the objects the decider
     builds come from the JobSet's spec, so comparing its own fields is enough to see a change.
 
-    ``minCount`` is left out (patched in place instead). An explicit ``null`` in ``desired``
-    is a value the decider sets (``schedulingConstraints: null`` of a template without
-    topology): the existing field must be absent or null. Lists must have the same length
-    (a template added or removed is drift), and are compared item by item.
+    ``minCount`` (and scheduler-plugins' and Volcano's ``minMember``) is left out: patched in
+    place instead, as both servers allow, rather than replacing a running gang's PodGroup. An
+    explicit ``null`` in ``desired`` is a value the decider sets (``schedulingConstraints:
+    null`` of a template without topology): the existing field must be absent or null. Lists
+    must have the same length (a template added or removed is drift), and are compared item
+    by item.
     """
     if isinstance(desired, dict):
         if not isinstance(current, dict):
             return True
         for key, want in desired.items():
-            if key == "minCount":
-                continue
+            if key in ("minCount", "minMember"):
+                continue  # patched in place (_min_count_patch)
             have = current.get(key)
             if want is None:
                 if have is not None:
