@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import NoReturn
 
@@ -14,7 +15,12 @@ class UsageError(Exception):
 
 
 def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    print(f"decider: {message}", file=sys.stderr)
+    # The exit code is the answer a script reads: it must not change because standard error is
+    # closed (print(file=None) would write the message into standard output, the plan's place)
+    # or is a pipe whose reader left (BrokenPipeError made it exit 1).
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):
+            print(f"decider: {message}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 

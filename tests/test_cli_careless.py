@@ -168,3 +168,16 @@ def test_an_input_too_large_exits_2_through_a_server_as_in_process(tmp_path: Pat
         remote = run("decide", "-f", str(path), "--now", NOW, "--server", srv.target)
     said = one_line(remote)
     assert "over the limit of 4,096 bytes per object" in said, said
+
+
+@pytest.mark.parametrize("shell", [
+    pytest.param("{cmd} 2>&-; echo \"exit $?\"", id="standard-error-closed"),
+    pytest.param("{cmd} 2>&1 | true; echo \"exit ${{PIPESTATUS[0]}}\"", id="reader-gone"),
+])
+def test_the_exit_code_does_not_depend_on_standard_error(shell: str) -> None:
+    """Closed, the message went into standard output (where the plan goes); a pipe whose reader
+    had left made it exit 1."""
+    cmd = " ".join([*DECIDER, "decide", "-f", "/nonexistent"])
+    out = subprocess.run(["bash", "-c", shell.format(cmd=cmd)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.stdout == "exit 2\n", out.stdout + out.stderr
