@@ -254,6 +254,8 @@ class Applier:
             api_version, obj_kind = self.default_kinds.get(action.type, ("batch/v1", "Job"))
             res = self.kube.resource(action.api_version or api_version, action.kind or obj_kind)
             precondition: Obj = {"metadata": {"uid": action.uid}} if action.uid else {}
+            before = self.expectations.cached_version(jobset, res.kind, action.name) \
+                if self.expectations is not None else ""
             try:
                 if action.clear_start_time:
                     patch = {"status": {"startTime": None}}
@@ -264,6 +266,8 @@ class Applier:
                     if precondition:
                         patch.setdefault("metadata", {})["uid"] = action.uid
                     self.kube.merge_patch(res, namespace, action.name, patch)
+                if self.expectations is not None:
+                    self.expectations.patched(jobset, res.kind, action.name, before)
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 404 or (

@@ -13,7 +13,9 @@ before the write was recorded is no race:
   API server orders writes: the next version the watch brings is this one or a later one). A
   write that changed nothing keeps R and brings no event: nothing is awaited for it;
 - an object created is seen once the cache holds it, with its UID;
-- an object deleted is seen once the cache shows it terminating (a deletionTimestamp) or gone.
+- an object deleted is seen once the cache shows it terminating (a deletionTimestamp) or gone;
+- an object patched (a Job suspended or resumed, a gang minCount put back) is seen once the
+  cached object's resourceVersion is no longer the one it had before the patch was sent.
 
 A pass that finds its JobSet's writes unseen is put off until the event that brings them (which
 queues the JobSet again). An expectation unmet after `timeout` (a watch that missed an object
@@ -44,6 +46,8 @@ class _Pending:
     status_before: str | None = None
     # (kind, name, uid, deleted)
     objects: list[tuple[str, str, str, bool]] = field(default_factory=list)
+    # (kind, name, resourceVersion the cache had before the patch)
+    patched: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 class Expectations:
@@ -85,6 +89,22 @@ class Expectations:
             with self._lock:
                 self._entry(jobset).objects.append((kind, name, uid, True))
 
+    def cached_version(self, jobset: Obj, kind: str, name: str) -> str:
+        """The resourceVersion the cache holds of a JobSet's object, read before it is patched
+        ("" if the cache holds none: nothing can then be awaited)."""
+        if kind not in self.watched:
+            return ""
+        js = jobset["metadata"]
+        cached = self.lookup(js.get("namespace", ""), str(js.get("uid", "")), kind, name)
+        return str(((cached or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+    def patched(self, jobset: Obj, kind: str, name: str, version_before: str) -> None:
+        """A patch the API server accepted: a pass on a cache that still holds the object at
+        `version_before` would plan the same patch again (a second write, at 5 QPS)."""
+        if version_before:
+            with self._lock:
+                self._entry(jobset).patched.append((kind, name, version_before))
+
     def _entry(self, jobset: Obj) -> _Pending:
         meta = jobset["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
@@ -114,7 +134,9 @@ class Expectations:
                     meta.get("resourceVersion") != entry.status_before):
                 entry.status_before = None
             entry.objects = [o for o in entry.objects if not self._seen(key[0], entry.uid, o)]
-            if entry.status_before is None and not entry.objects:
+            entry.patched = [p for p in entry.patched
+                             if self._version(key[0], entry.uid, p[0], p[1]) == p[2]]
+            if entry.status_before is None and not entry.objects and not entry.patched:
                 del self._pending[key]
                 return None
             return left
@@ -126,6 +148,10 @@ class Expectations:
         if deleted:
             return cached is None or meta.get("uid") != uid or bool(meta.get("deletionTimestamp"))
         return meta.get("uid") == uid
+
+    def _version(self, namespace: str, owner: str, kind: str, name: str) -> str:
+        cached = self.lookup(namespace, owner, kind, name)
+        return str(((cached or {}).get("metadata") or {}).get("resourceVersion") or "")
 
     def forget(self, key: Key) -> None:
         with self._lock:

@@ -128,3 +128,24 @@ def test_a_pass_on_caches_behind_its_own_writes_is_put_off_and_sends_nothing(clu
     assert shim.queue.due_in(key) is None
     assert [r.code for r in cluster.kube.writes("/jobs$", "POST")] == [201, 201]
     assert not [r for r in cluster.kube.audit if r.code == 409]
+
+
+def test_a_patch_is_awaited_until_the_cached_object_moves_past_its_version():
+    """A pass on a cache still holding the object as it was before the patch planned the same
+    patch again (a gang minCount put back twice: two PATCHes, seen in CI under load)."""
+    clock = Clock()
+    cache = {("Job", "j"): _job("j", "u-j", resourceVersion="7")}
+    exp = _expectations(cache, clock)
+    before = exp.cached_version(JS, "Job", "j")
+    assert before == "7"
+    exp.patched(JS, "Job", "j", before)
+    assert exp.unseen(KEY, _at("10")) == 5.0
+    cache[("Job", "j")] = _job("j", "u-j", resourceVersion="8")
+    assert exp.unseen(KEY, _at("10")) is None
+
+
+def test_a_patch_of_an_object_not_in_the_cache_awaits_nothing():
+    exp = _expectations({}, Clock())
+    exp.patched(JS, "Job", "j", exp.cached_version(JS, "Job", "j"))
+    exp.patched(JS, "Workload", "w", exp.cached_version(JS, "Workload", "w"))  # not watched
+    assert exp.unseen(KEY, _at("10")) is None
