@@ -123,6 +123,18 @@ function conformValue(f, value, at) {
       if (typeof value === 'number') return integer(value, at, 'int32');
       throw new TypeError(`${at}: must be one of ${names.join(', ')}, got ${inspect(value)}`);
     }
+    // protobufjs sends any truthy value as true ('false' included) and any value as a string
+    // ('[object Object]'): where Python's protobuf raises, this throws naming the field.
+    case 'TYPE_BOOL':
+      if (typeof value !== 'boolean') {
+        throw new TypeError(`${at}: must be a boolean, got ${inspect(value)}`);
+      }
+      return value;
+    case 'TYPE_STRING':
+      if (typeof value !== 'string') {
+        throw new TypeError(`${at}: must be a string, got ${inspect(value)}`);
+      }
+      return value;
     default: return value;
   }
 }

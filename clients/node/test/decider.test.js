@@ -319,6 +319,21 @@ test('a request built by hand is checked too, naming the field', async () => {
   assert.ok(plan.actions.length > 0);
 });
 
+test('bool and string fields are checked, not converted into other values', async () => {
+  // protobufjs sent 'false' as true (a feature gate turned on by the word "false") and an
+  // object as the string "[object Object]".
+  const request = decideRequest({ jobset: jobset(), now: NOW,
+    options: { featureGates: { RestartJob: 'false' } } });
+  await assert.rejects(client.decide(request),
+    { name: 'TypeError', message: "options.featureGates[RestartJob]: must be a boolean, got 'false'" });
+  const named = decideRequest({ jobset: jobset(), now: NOW });
+  await assert.rejects(client.decide({ ...named, jobs: [{ name: { first: 'a' } }] }),
+    { name: 'TypeError', message: /^jobs\[0\]\.name: must be a string, got/ });
+  const fine = decideRequest({ jobset: jobset(), now: NOW,
+    options: { featureGates: { RestartJob: false } } });
+  assert.ok((await client.decide(fine)).actions.length > 0);
+});
+
 test('timestamp reads Dates and RFC 3339 strings alike', () => {
   assert.deepEqual(timestamp('2026-01-01T00:00:01.5Z'), { seconds: '1767225601', nanos: 5e8 });
   assert.deepEqual(timestamp(new Date(0)), { seconds: '0', nanos: 0 });
