@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -187,19 +187,25 @@ class Shim:
             return informer.get(namespace, name)
         return self._owned.get(namespace, uid, kind, name)
 
+    def _named_not_controlled(self, jobset: Obj, kinds: Iterable[str]) -> list[Obj]:
+        """The cached objects of `kinds` named as the JobSet would name its children
+        (named_children) that the JobSet does not control: one cache read per name, in its
+        namespace."""
+        uid = jobset["metadata"].get("uid", "")
+        ns = jobset["metadata"]["namespace"]
+        out = []
+        for kind, child in named_children(jobset):
+            informer = self._by_name.get(kind) if kind in kinds else None
+            obj = informer.get(ns, child) if informer is not None else None
+            if obj is not None and jobset_owner(obj) != (ns, uid):
+                out.append(obj)
+        return out
+
     def _foreign_pvcs(self, jobset: Obj) -> list[Obj]:
         """The PVCs named like the JobSet's volumeClaimPolicies would make them that it does not
         control: upstream's webhook judges a create against them (Retain and the same spec, or
         refused), which the decider can do only if it is sent them."""
-        uid = jobset["metadata"].get("uid", "")
-        ns = jobset["metadata"]["namespace"]
-        informer = self._by_name.get(PVC)
-        out = []
-        for kind, child in named_children(jobset):
-            obj = informer.get(ns, child) if informer is not None and kind == PVC else None
-            if obj is not None and jobset_owner(obj) != (ns, uid):
-                out.append(obj)
-        return out
+        return self._named_not_controlled(jobset, (PVC,))
 
     def owned(self, jobset: Obj) -> list[Obj]:
         """What the JobSet controls, plus the objects it looks up by name whoever holds them:
@@ -214,12 +220,8 @@ class Shim:
         # Unsent, a Retain PVC (no owner) or a Service of someone else's would be planned
         # again on every pass, a POST answered AlreadyExists each time. One cache read per
         # name, in the JobSet's namespace: no scan of every PVC.
-        for kind, child in named_children(jobset):
-            informer = self._by_name.get(kind)
-            obj = informer.get(ns, child) if informer is not None else None
-            # Controlled ones are in the list already.
-            if obj is not None and jobset_owner(obj) != (ns, uid):
-                out.append(obj)
+        # Controlled ones are in the list already.
+        out.extend(self._named_not_controlled(jobset, BY_NAME_KINDS))
         for informer in self.gang_informers:
             out.extend(
                 informer.select(

@@ -95,8 +95,7 @@ class Expectations:
         if kind not in self.watched:
             return ""
         js = jobset["metadata"]
-        cached = self.lookup(js.get("namespace", ""), str(js.get("uid", "")), kind, name)
-        return str(((cached or {}).get("metadata") or {}).get("resourceVersion") or "")
+        return self._version(js.get("namespace", ""), str(js.get("uid", "")), kind, name)
 
     def patched(self, jobset: Obj, kind: str, name: str, version_before: str) -> None:
         """A patch the API server accepted: a pass on a cache that still holds the object at
