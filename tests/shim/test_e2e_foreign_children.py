@@ -186,20 +186,12 @@ def test_a_foreign_pvc_that_does_not_fit_refuses_the_jobset_as_upstreams_webhook
         cluster, shims):
     """Upstream's webhook refuses a create whose PVC name is taken unless the policy is Retain
     and the spec matches; the shim mounted someone else's 500Gi ReadWriteMany claim silently."""
-    pvcs = cluster.store.resource_for("", "v1", "persistentvolumeclaims")
-    cluster.store.create(pvcs, NS, {
+    cluster.store.create(_pvcs_rt(cluster), NS, {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"name": "ckpt-fx", "namespace": NS},
         "spec": {"accessModes": ["ReadWriteMany"],
                  "resources": {"requests": {"storage": "500Gi"}}}})
-    r = rjob("workers", 2)
-    r["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
-        {"name": "ckpt", "mountPath": "/ckpt"}]
-    body = jobset("fx", r)
-    body["spec"]["volumeClaimPolicies"] = [{
-        "templates": [{"metadata": {"name": "ckpt"}, "spec": {
-            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
-        "retentionPolicy": {"whenDeleted": "Delete"}}]
+    body = _with_claim(jobset("fx", rjob("workers", 2)), "Delete")
     shims.start()
     cluster.create_jobset(body)
     event = wait_for(lambda: next((e for e in cluster.event_objects("fx")
