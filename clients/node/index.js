@@ -9,7 +9,8 @@
 // ("ACTION_TYPE_CREATE_JOB"), and 64-bit integers are decimal strings ("30"), as in protobuf's
 // JSON mapping: a JavaScript number would round quota totals above 2^53. A request's integer
 // and enum fields are checked before it is sent (protobufjs would send another value in their
-// place): a bad one rejects the call with a TypeError or RangeError naming the field.
+// place), and so are its field names (protobufjs would drop one it does not know): a bad one
+// rejects the call with a TypeError or RangeError naming the field.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -82,13 +83,14 @@ function protoType(name) {
 }
 
 /**
- * A copy of `message` (of descriptor `type`) with its integer and enum fields checked and in
- * the form protobufjs encodes exactly. Other mistakes (a string for a list...) make protobufjs
+ * A copy of `message` (of descriptor `type`) with its field names and its integer, enum,
+ * bool and string fields checked, in the form protobufjs encodes exactly. Other mistakes (a string for a list...) make protobufjs
  * throw, which grpc-js reports as the call's INTERNAL error, so they are left to it.
  */
 function conform(type, message, field) {
   if (message === null || typeof message !== 'object') return message;
-  const out = { ...message };
+  const out = renamed(type, message, field);
+  message = out;
   for (const f of type.field) {
     const value = message[f.name];
     const at = field ? `${field}.${f.name}` : f.name;
@@ -107,6 +109,45 @@ function conform(type, message, field) {
     } else {
       out[f.name] = conformValue(f, value, at);
     }
+  }
+  return out;
+}
+
+/** A proto field name as protoc writes it: jobsetJson -> jobset_json. */
+function snakeCase(name) {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/**
+ * A copy of `message` with every key a field of `type`. protobufjs drops a key it does not
+ * know without a word, so a misspelt or misplaced field (`jobsJson`, `deadline` in a request)
+ * would be sent as absent and answered as if it were. Keys spelt as in the .proto
+ * (`jobset_json`) are taken, as protobuf's JSON parsers take them; anything else throws,
+ * naming the key.
+ */
+function renamed(type, message, field) {
+  const names = new Map();
+  for (const f of type.field) {
+    names.set(f.name, f.name);
+    names.set(snakeCase(f.name), f.name);
+  }
+  const out = {};
+  for (const [key, value] of Object.entries(message)) {
+    const at = field ? `${field}.${key}` : key;
+    const name = names.get(key);
+    if (name === undefined) {
+      // Undefined says "not set" wherever it appears, as protobufjs reads it.
+      if (value === undefined) continue;
+      const loose = key.replace(/_/g, '').toLowerCase();
+      const near = type.field.find((f) => f.name.toLowerCase() === loose);
+      const hint = near ? `did you mean ${near.name}?`
+        : `its fields are ${type.field.map((f) => f.name).join(', ')}`;
+      throw new TypeError(`${at}: not a field of ${type.name}; ${hint}`);
+    }
+    if (name !== key && Object.hasOwn(message, name)) {
+      throw new TypeError(`${at}: given twice, as ${key} and as ${name}`);
+    }
+    out[name] = value;
   }
   return out;
 }

@@ -334,6 +334,28 @@ test('bool and string fields are checked, not converted into other values', asyn
   assert.ok((await client.decide(fine)).actions.length > 0);
 });
 
+test('field names are checked: a misspelt one is refused, the .proto spelling is taken',
+  async () => {
+    const request = decideRequest({ jobset: jobset(), now: NOW });
+    // protobufjs dropped an unknown key: the JobSet went unsent and the server named it
+    // missing, a Job's misspelt field was decided as absent.
+    const { jobsetJson, ...rest } = request;
+    await assert.rejects(client.decide({ ...rest, jobSetJson: jobsetJson }),
+      { name: 'TypeError',
+        message: 'jobSetJson: not a field of DecideRequest; did you mean jobsetJson?' });
+    await assert.rejects(client.decide({ ...request, jobs: [{ name: 'a', sucess: 1 }] }),
+      { name: 'TypeError', message: /^jobs\[0\]\.sucess: not a field of ObservedJob; its fields are name, / });
+    await assert.rejects(client.decide({ ...request, options: { feature_gates: {}, featureGates: {} } }),
+      { name: 'TypeError', message: 'options.feature_gates: given twice, as feature_gates and as featureGates' });
+    await assert.rejects(client.simulate({ observed: { ...request, deadline: 5 } }),
+      { name: 'TypeError', message: /^observed\.deadline: not a field of DecideRequest; / });
+    // As the .proto spells them, and undefined for "not set", as protobufjs reads it.
+    const plan = await client.decide({ ...rest, jobset_json: jobsetJson, jobs: undefined,
+      options: { feature_gates: { RestartJob: false } } });
+    assert.deepEqual(plan, await client.decide({ ...request,
+      options: { featureGates: { RestartJob: false } } }));
+  });
+
 test('timestamp reads Dates and RFC 3339 strings alike', () => {
   assert.deepEqual(timestamp('2026-01-01T00:00:01.5Z'), { seconds: '1767225601', nanos: 5e8 });
   assert.deepEqual(timestamp(new Date(0)), { seconds: '0', nanos: 0 });
