@@ -4,10 +4,13 @@
 (jobset api/v1alpha2; k8s.io/api and k8s.io/apimachinery v0.36.3). Do not edit by hand.
 
 NODES[i] is one schema node:
-  ("object", ((property, node), ...), (required, ...), ((property, go_zero), ...))
+  ("object", ((property, node), ...), (required, ...), ((property, go_zero), ...),
+   ((property, decoded_zero), ...))
   ("map", value_node)   ("array", item_node)
   ("string",) ("integer",) ("number",) ("boolean",) ("int-or-string",) ("quantity",)
 go_zero: what the webhook's json.Marshal writes for a property the request left out.
+decoded_zero: for each scalar property whose Go type is not a pointer (omitempty or not), the
+zero Go decodes an absent value to; a scalar property not listed is a Go pointer (absent: nil).
 """
 
 # fmt: off
@@ -18,25 +21,27 @@ NODES: tuple[tuple, ...] = (
     ('string',),
     # 2
     ('object', (('jobIndex', 0), ('podIndex', 0), ('replicatedJob', 1)), ('replicatedJob',),
-     (('replicatedJob', ''),)),
+     (('replicatedJob', ''),), (('jobIndex', 0), ('podIndex', 0), ('replicatedJob', ''))),
     # 3
     ('array', 1),
     # 4
     ('object',
      (('action', 1), ('name', 1), ('onJobFailureMessagePatterns', 3), ('onJobFailureReasons', 3),
       ('targetReplicatedJobs', 3)),
-     ('action', 'name'), (('action', ''), ('name', ''))),
+     ('action', 'name'), (('action', ''), ('name', '')), (('action', ''), ('name', ''))),
     # 5
     ('array', 4),
     # 6
-    ('object', (('maxRestarts', 0), ('restartStrategy', 1), ('rules', 5)), (), ()),
+    ('object', (('maxRestarts', 0), ('restartStrategy', 1), ('rules', 5)), (), (),
+     (('maxRestarts', 0), ('restartStrategy', ''))),
     # 7
     ('boolean',),
     # 8
     ('object', (('enableDNSHostnames', 7), ('publishNotReadyAddresses', 7), ('subdomain', 1)), (),
-     ()),
+     (), (('subdomain', ''),)),
     # 9
-    ('object', (('name', 1), ('status', 1)), ('name', 'status'), (('name', ''), ('status', ''))),
+    ('object', (('name', 1), ('status', 1)), ('name', 'status'), (('name', ''), ('status', '')),
+     (('name', ''), ('status', ''))),
     # 10
     ('array', 9),
     # 11
@@ -44,60 +49,61 @@ NODES: tuple[tuple, ...] = (
     # 12
     ('object',
      (('annotations', 11), ('finalizers', 3), ('labels', 11), ('name', 1), ('namespace', 1)), (),
-     ()),
+     (), (('name', ''), ('namespace', ''))),
     # 13
     ('array', 0),
     # 14
     ('object', (('containerName', 1), ('operator', 1), ('values', 13)), ('operator', 'values'),
-     (('operator', ''),)),
+     (('operator', ''),), (('operator', ''),)),
     # 15
-    ('object', (('status', 1), ('type', 1)), ('type',), (('status', ''), ('type', ''))),
+    ('object', (('status', 1), ('type', 1)), ('type',), (('status', ''), ('type', '')),
+     (('status', ''), ('type', ''))),
     # 16
     ('array', 15),
     # 17
     ('object', (('action', 1), ('onExitCodes', 14), ('onPodConditions', 16)), ('action',),
-     (('action', ''),)),
+     (('action', ''),), (('action', ''),)),
     # 18
     ('array', 17),
     # 19
-    ('object', (('rules', 18),), ('rules',), ()),
+    ('object', (('rules', 18),), ('rules',), (), ()),
     # 20
     ('object', (('key', 1), ('operator', 1), ('values', 3)), ('key', 'operator'),
-     (('key', ''), ('operator', ''))),
+     (('key', ''), ('operator', '')), (('key', ''), ('operator', ''))),
     # 21
     ('array', 20),
     # 22
-    ('object', (('matchExpressions', 21), ('matchLabels', 11)), (), ()),
+    ('object', (('matchExpressions', 21), ('matchLabels', 11)), (), (), ()),
     # 23
-    ('object', (('succeededCount', 0), ('succeededIndexes', 1)), (), ()),
+    ('object', (('succeededCount', 0), ('succeededIndexes', 1)), (), (), ()),
     # 24
     ('array', 23),
     # 25
-    ('object', (('rules', 24),), ('rules',), ()),
+    ('object', (('rules', 24),), ('rules',), (), ()),
     # 26
-    ('object', (('matchExpressions', 21), ('matchFields', 21)), (), ()),
+    ('object', (('matchExpressions', 21), ('matchFields', 21)), (), (), ()),
     # 27
     ('object', (('preference', 26), ('weight', 0)), ('preference', 'weight'),
-     (('preference', {}), ('weight', 0))),
+     (('preference', {}), ('weight', 0)), (('weight', 0),)),
     # 28
     ('array', 27),
     # 29
     ('array', 26),
     # 30
-    ('object', (('nodeSelectorTerms', 29),), ('nodeSelectorTerms',), ()),
+    ('object', (('nodeSelectorTerms', 29),), ('nodeSelectorTerms',), (), ()),
     # 31
     ('object',
      (('preferredDuringSchedulingIgnoredDuringExecution', 28),
       ('requiredDuringSchedulingIgnoredDuringExecution', 30)),
-     (), ()),
+     (), (), ()),
     # 32
     ('object',
      (('labelSelector', 22), ('matchLabelKeys', 3), ('mismatchLabelKeys', 3),
       ('namespaceSelector', 22), ('namespaces', 3), ('topologyKey', 1)),
-     ('topologyKey',), (('topologyKey', ''),)),
+     ('topologyKey',), (('topologyKey', ''),), (('topologyKey', ''),)),
     # 33
     ('object', (('podAffinityTerm', 32), ('weight', 0)), ('podAffinityTerm', 'weight'),
-     (('podAffinityTerm', {}), ('weight', 0))),
+     (('podAffinityTerm', {}), ('weight', 0)), (('weight', 0),)),
     # 34
     ('array', 33),
     # 35
@@ -106,116 +112,127 @@ NODES: tuple[tuple, ...] = (
     ('object',
      (('preferredDuringSchedulingIgnoredDuringExecution', 34),
       ('requiredDuringSchedulingIgnoredDuringExecution', 35)),
-     (), ()),
+     (), (), ()),
     # 37
-    ('object', (('nodeAffinity', 31), ('podAffinity', 36), ('podAntiAffinity', 36)), (), ()),
+    ('object', (('nodeAffinity', 31), ('podAffinity', 36), ('podAntiAffinity', 36)), (), (), ()),
     # 38
-    ('object', (('key', 1), ('name', 1), ('optional', 7)), ('key',), (('key', ''),)),
+    ('object', (('key', 1), ('name', 1), ('optional', 7)), ('key',), (('key', ''),),
+     (('key', ''), ('name', ''))),
     # 39
-    ('object', (('apiVersion', 1), ('fieldPath', 1)), ('fieldPath',), (('fieldPath', ''),)),
+    ('object', (('apiVersion', 1), ('fieldPath', 1)), ('fieldPath',), (('fieldPath', ''),),
+     (('apiVersion', ''), ('fieldPath', ''))),
     # 40
     ('object', (('key', 1), ('optional', 7), ('path', 1), ('volumeName', 1)),
-     ('key', 'path', 'volumeName'), (('key', ''), ('path', ''), ('volumeName', ''))),
+     ('key', 'path', 'volumeName'), (('key', ''), ('path', ''), ('volumeName', '')),
+     (('key', ''), ('path', ''), ('volumeName', ''))),
     # 41
     ('quantity',),
     # 42
     ('object', (('containerName', 1), ('divisor', 41), ('resource', 1)), ('resource',),
-     (('divisor', '0'), ('resource', ''))),
+     (('divisor', '0'), ('resource', '')), (('containerName', ''), ('resource', ''))),
     # 43
     ('object',
      (('configMapKeyRef', 38), ('fieldRef', 39), ('fileKeyRef', 40), ('resourceFieldRef', 42),
       ('secretKeyRef', 38)),
-     (), ()),
+     (), (), ()),
     # 44
-    ('object', (('name', 1), ('value', 1), ('valueFrom', 43)), ('name',), (('name', ''),)),
+    ('object', (('name', 1), ('value', 1), ('valueFrom', 43)), ('name',), (('name', ''),),
+     (('name', ''), ('value', ''))),
     # 45
     ('array', 44),
     # 46
-    ('object', (('name', 1), ('optional', 7)), (), ()),
+    ('object', (('name', 1), ('optional', 7)), (), (), (('name', ''),)),
     # 47
-    ('object', (('configMapRef', 46), ('prefix', 1), ('secretRef', 46)), (), ()),
+    ('object', (('configMapRef', 46), ('prefix', 1), ('secretRef', 46)), (), (), (('prefix', ''),)),
     # 48
     ('array', 47),
     # 49
-    ('object', (('command', 3),), (), ()),
+    ('object', (('command', 3),), (), (), ()),
     # 50
-    ('object', (('name', 1), ('value', 1)), ('name', 'value'), (('name', ''), ('value', ''))),
+    ('object', (('name', 1), ('value', 1)), ('name', 'value'), (('name', ''), ('value', '')),
+     (('name', ''), ('value', ''))),
     # 51
     ('array', 50),
     # 52
     ('int-or-string',),
     # 53
     ('object', (('host', 1), ('httpHeaders', 51), ('path', 1), ('port', 52), ('scheme', 1)),
-     ('port',), (('port', 0),)),
+     ('port',), (('port', 0),), (('host', ''), ('path', ''), ('scheme', ''))),
     # 54
-    ('object', (('seconds', 0),), ('seconds',), (('seconds', 0),)),
+    ('object', (('seconds', 0),), ('seconds',), (('seconds', 0),), (('seconds', 0),)),
     # 55
-    ('object', (('host', 1), ('port', 52)), ('port',), (('port', 0),)),
+    ('object', (('host', 1), ('port', 52)), ('port',), (('port', 0),), (('host', ''),)),
     # 56
-    ('object', (('exec', 49), ('httpGet', 53), ('sleep', 54), ('tcpSocket', 55)), (), ()),
+    ('object', (('exec', 49), ('httpGet', 53), ('sleep', 54), ('tcpSocket', 55)), (), (), ()),
     # 57
-    ('object', (('postStart', 56), ('preStop', 56), ('stopSignal', 1)), (), ()),
+    ('object', (('postStart', 56), ('preStop', 56), ('stopSignal', 1)), (), (), ()),
     # 58
-    ('object', (('port', 0), ('service', 1)), ('port',), (('port', 0),)),
+    ('object', (('port', 0), ('service', 1)), ('port',), (('port', 0),), (('port', 0),)),
     # 59
     ('object',
      (('exec', 49), ('failureThreshold', 0), ('grpc', 58), ('httpGet', 53),
       ('initialDelaySeconds', 0), ('periodSeconds', 0), ('successThreshold', 0), ('tcpSocket', 55),
       ('terminationGracePeriodSeconds', 0), ('timeoutSeconds', 0)),
-     (), ()),
+     (), (),
+     (('failureThreshold', 0), ('initialDelaySeconds', 0), ('periodSeconds', 0),
+      ('successThreshold', 0), ('timeoutSeconds', 0))),
     # 60
     ('object',
      (('containerPort', 0), ('hostIP', 1), ('hostPort', 0), ('name', 1), ('protocol', 1)),
-     ('containerPort',), (('containerPort', 0),)),
+     ('containerPort',), (('containerPort', 0),),
+     (('containerPort', 0), ('hostIP', ''), ('hostPort', 0), ('name', ''), ('protocol', ''))),
     # 61
     ('array', 60),
     # 62
     ('object', (('resourceName', 1), ('restartPolicy', 1)), ('resourceName', 'restartPolicy'),
-     (('resourceName', ''), ('restartPolicy', ''))),
+     (('resourceName', ''), ('restartPolicy', '')), (('resourceName', ''), ('restartPolicy', ''))),
     # 63
     ('array', 62),
     # 64
-    ('object', (('name', 1), ('request', 1)), ('name',), (('name', ''),)),
+    ('object', (('name', 1), ('request', 1)), ('name',), (('name', ''),),
+     (('name', ''), ('request', ''))),
     # 65
     ('array', 64),
     # 66
     ('map', 41),
     # 67
-    ('object', (('claims', 65), ('limits', 66), ('requests', 66)), (), ()),
+    ('object', (('claims', 65), ('limits', 66), ('requests', 66)), (), (), ()),
     # 68
-    ('object', (('operator', 1), ('values', 13)), ('operator',), ()),
+    ('object', (('operator', 1), ('values', 13)), ('operator',), (), (('operator', ''),)),
     # 69
-    ('object', (('action', 1), ('exitCodes', 68)), ('action',), ()),
+    ('object', (('action', 1), ('exitCodes', 68)), ('action',), (), (('action', ''),)),
     # 70
     ('array', 69),
     # 71
-    ('object', (('localhostProfile', 1), ('type', 1)), ('type',), (('type', ''),)),
+    ('object', (('localhostProfile', 1), ('type', 1)), ('type',), (('type', ''),), (('type', ''),)),
     # 72
-    ('object', (('add', 3), ('drop', 3)), (), ()),
+    ('object', (('add', 3), ('drop', 3)), (), (), ()),
     # 73
-    ('object', (('level', 1), ('role', 1), ('type', 1), ('user', 1)), (), ()),
+    ('object', (('level', 1), ('role', 1), ('type', 1), ('user', 1)), (), (),
+     (('level', ''), ('role', ''), ('type', ''), ('user', ''))),
     # 74
     ('object',
      (('gmsaCredentialSpec', 1), ('gmsaCredentialSpecName', 1), ('hostProcess', 7),
       ('runAsUserName', 1)),
-     (), ()),
+     (), (), ()),
     # 75
     ('object',
      (('allowPrivilegeEscalation', 7), ('appArmorProfile', 71), ('capabilities', 72),
       ('privileged', 7), ('procMount', 1), ('readOnlyRootFilesystem', 7), ('runAsGroup', 0),
       ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxOptions', 73), ('seccompProfile', 71),
       ('windowsOptions', 74)),
-     (), ()),
+     (), (), ()),
     # 76
     ('object', (('devicePath', 1), ('name', 1)), ('devicePath', 'name'),
-     (('devicePath', ''), ('name', ''))),
+     (('devicePath', ''), ('name', '')), (('devicePath', ''), ('name', ''))),
     # 77
     ('array', 76),
     # 78
     ('object',
      (('mountPath', 1), ('mountPropagation', 1), ('name', 1), ('readOnly', 7),
       ('recursiveReadOnly', 1), ('subPath', 1), ('subPathExpr', 1)),
-     ('mountPath', 'name'), (('mountPath', ''), ('name', ''))),
+     ('mountPath', 'name'), (('mountPath', ''), ('name', '')),
+     (('mountPath', ''), ('name', ''), ('readOnly', False), ('subPath', ''), ('subPathExpr', ''))),
     # 79
     ('array', 78),
     # 80
@@ -226,15 +243,18 @@ NODES: tuple[tuple, ...] = (
       ('restartPolicyRules', 70), ('securityContext', 75), ('startupProbe', 59), ('stdin', 7),
       ('stdinOnce', 7), ('terminationMessagePath', 1), ('terminationMessagePolicy', 1), ('tty', 7),
       ('volumeDevices', 77), ('volumeMounts', 79), ('workingDir', 1)),
-     ('name',), (('name', ''), ('resources', {}))),
+     ('name',), (('name', ''), ('resources', {})),
+     (('image', ''), ('imagePullPolicy', ''), ('name', ''), ('stdin', False), ('stdinOnce', False),
+      ('terminationMessagePath', ''), ('terminationMessagePolicy', ''), ('tty', False),
+      ('workingDir', ''))),
     # 81
     ('array', 80),
     # 82
-    ('object', (('name', 1), ('value', 1)), (), ()),
+    ('object', (('name', 1), ('value', 1)), (), (), (('name', ''),)),
     # 83
     ('array', 82),
     # 84
-    ('object', (('nameservers', 3), ('options', 83), ('searches', 3)), (), ()),
+    ('object', (('nameservers', 3), ('options', 83), ('searches', 3)), (), (), ()),
     # 85
     ('object',
      (('args', 3), ('command', 3), ('env', 45), ('envFrom', 48), ('image', 1),
@@ -244,42 +264,47 @@ NODES: tuple[tuple, ...] = (
       ('stdinOnce', 7), ('targetContainerName', 1), ('terminationMessagePath', 1),
       ('terminationMessagePolicy', 1), ('tty', 7), ('volumeDevices', 77), ('volumeMounts', 79),
       ('workingDir', 1)),
-     ('name',), (('name', ''), ('resources', {}))),
+     ('name',), (('name', ''), ('resources', {})),
+     (('image', ''), ('imagePullPolicy', ''), ('name', ''), ('stdin', False), ('stdinOnce', False),
+      ('targetContainerName', ''), ('terminationMessagePath', ''),
+      ('terminationMessagePolicy', ''), ('tty', False), ('workingDir', ''))),
     # 86
     ('array', 85),
     # 87
-    ('object', (('hostnames', 3), ('ip', 1)), ('ip',), (('ip', ''),)),
+    ('object', (('hostnames', 3), ('ip', 1)), ('ip',), (('ip', ''),), (('ip', ''),)),
     # 88
     ('array', 87),
     # 89
-    ('object', (('name', 1),), (), ()),
+    ('object', (('name', 1),), (), (), (('name', ''),)),
     # 90
     ('array', 89),
     # 91
-    ('object', (('name', 1),), ('name',), (('name', ''),)),
+    ('object', (('name', 1),), ('name',), (('name', ''),), (('name', ''),)),
     # 92
-    ('object', (('conditionType', 1),), ('conditionType',), (('conditionType', ''),)),
+    ('object', (('conditionType', 1),), ('conditionType',), (('conditionType', ''),),
+     (('conditionType', ''),)),
     # 93
     ('array', 92),
     # 94
     ('object', (('name', 1), ('resourceClaimName', 1), ('resourceClaimTemplateName', 1)),
-     ('name',), (('name', ''),)),
+     ('name',), (('name', ''),), (('name', ''),)),
     # 95
     ('array', 94),
     # 96
     ('array', 91),
     # 97
-    ('object', (('podGroupName', 1),), (), ()),
+    ('object', (('podGroupName', 1),), (), (), ()),
     # 98
     ('object',
      (('appArmorProfile', 71), ('fsGroup', 0), ('fsGroupChangePolicy', 1), ('runAsGroup', 0),
       ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxChangePolicy', 1), ('seLinuxOptions', 73),
       ('seccompProfile', 71), ('supplementalGroups', 13), ('supplementalGroupsPolicy', 1),
       ('sysctls', 51), ('windowsOptions', 74)),
-     (), ()),
+     (), (), ()),
     # 99
     ('object',
-     (('effect', 1), ('key', 1), ('operator', 1), ('tolerationSeconds', 0), ('value', 1)), (), ()),
+     (('effect', 1), ('key', 1), ('operator', 1), ('tolerationSeconds', 0), ('value', 1)), (), (),
+     (('effect', ''), ('key', ''), ('operator', ''), ('value', ''))),
     # 100
     ('array', 99),
     # 101
@@ -288,155 +313,177 @@ NODES: tuple[tuple, ...] = (
       ('nodeAffinityPolicy', 1), ('nodeTaintsPolicy', 1), ('topologyKey', 1),
       ('whenUnsatisfiable', 1)),
      ('maxSkew', 'topologyKey', 'whenUnsatisfiable'),
+     (('maxSkew', 0), ('topologyKey', ''), ('whenUnsatisfiable', '')),
      (('maxSkew', 0), ('topologyKey', ''), ('whenUnsatisfiable', ''))),
     # 102
     ('array', 101),
     # 103
     ('object', (('fsType', 1), ('partition', 0), ('readOnly', 7), ('volumeID', 1)), ('volumeID',),
-     (('volumeID', ''),)),
+     (('volumeID', ''),),
+     (('fsType', ''), ('partition', 0), ('readOnly', False), ('volumeID', ''))),
     # 104
     ('object',
      (('cachingMode', 1), ('diskName', 1), ('diskURI', 1), ('fsType', 1), ('kind', 1),
       ('readOnly', 7)),
-     ('diskName', 'diskURI'), (('diskName', ''), ('diskURI', ''))),
+     ('diskName', 'diskURI'), (('diskName', ''), ('diskURI', '')),
+     (('diskName', ''), ('diskURI', ''))),
     # 105
     ('object', (('readOnly', 7), ('secretName', 1), ('shareName', 1)), ('secretName', 'shareName'),
-     (('secretName', ''), ('shareName', ''))),
+     (('secretName', ''), ('shareName', '')),
+     (('readOnly', False), ('secretName', ''), ('shareName', ''))),
     # 106
     ('object',
      (('monitors', 3), ('path', 1), ('readOnly', 7), ('secretFile', 1), ('secretRef', 89),
       ('user', 1)),
-     ('monitors',), ()),
+     ('monitors',), (), (('path', ''), ('readOnly', False), ('secretFile', ''), ('user', ''))),
     # 107
     ('object', (('fsType', 1), ('readOnly', 7), ('secretRef', 89), ('volumeID', 1)), ('volumeID',),
-     (('volumeID', ''),)),
+     (('volumeID', ''),), (('fsType', ''), ('readOnly', False), ('volumeID', ''))),
     # 108
     ('object', (('key', 1), ('mode', 0), ('path', 1)), ('key', 'path'),
-     (('key', ''), ('path', ''))),
+     (('key', ''), ('path', '')), (('key', ''), ('path', ''))),
     # 109
     ('array', 108),
     # 110
-    ('object', (('defaultMode', 0), ('items', 109), ('name', 1), ('optional', 7)), (), ()),
+    ('object', (('defaultMode', 0), ('items', 109), ('name', 1), ('optional', 7)), (), (),
+     (('name', ''),)),
     # 111
     ('object',
      (('driver', 1), ('fsType', 1), ('nodePublishSecretRef', 89), ('readOnly', 7),
       ('volumeAttributes', 11)),
-     ('driver',), (('driver', ''),)),
+     ('driver',), (('driver', ''),), (('driver', ''),)),
     # 112
     ('object', (('fieldRef', 39), ('mode', 0), ('path', 1), ('resourceFieldRef', 42)), ('path',),
-     (('path', ''),)),
+     (('path', ''),), (('path', ''),)),
     # 113
     ('array', 112),
     # 114
-    ('object', (('defaultMode', 0), ('items', 113)), (), ()),
+    ('object', (('defaultMode', 0), ('items', 113)), (), (), ()),
     # 115
-    ('object', (('medium', 1), ('sizeLimit', 41)), (), ()),
+    ('object', (('medium', 1), ('sizeLimit', 41)), (), (), (('medium', ''),)),
     # 116
     ('object', (('apiGroup', 1), ('kind', 1), ('name', 1)), ('kind', 'name'),
-     (('kind', ''), ('name', ''))),
+     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
     # 117
     ('object', (('apiGroup', 1), ('kind', 1), ('name', 1), ('namespace', 1)), ('kind', 'name'),
-     (('kind', ''), ('name', ''))),
+     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
     # 118
-    ('object', (('limits', 66), ('requests', 66)), (), ()),
+    ('object', (('limits', 66), ('requests', 66)), (), (), ()),
     # 119
     ('object',
      (('accessModes', 3), ('dataSource', 116), ('dataSourceRef', 117), ('resources', 118),
       ('selector', 22), ('storageClassName', 1), ('volumeAttributesClassName', 1),
       ('volumeMode', 1), ('volumeName', 1)),
-     (), (('resources', {}),)),
+     (), (('resources', {}),), (('volumeName', ''),)),
     # 120
-    ('object', (('metadata', 12), ('spec', 119)), ('spec',), (('metadata', {}), ('spec', {}))),
+    ('object', (('metadata', 12), ('spec', 119)), ('spec',), (('metadata', {}), ('spec', {})), ()),
     # 121
-    ('object', (('volumeClaimTemplate', 120),), (), ()),
+    ('object', (('volumeClaimTemplate', 120),), (), (), ()),
     # 122
     ('object', (('fsType', 1), ('lun', 0), ('readOnly', 7), ('targetWWNs', 3), ('wwids', 3)), (),
-     ()),
+     (), (('fsType', ''), ('readOnly', False))),
     # 123
     ('object', (('driver', 1), ('fsType', 1), ('options', 11), ('readOnly', 7), ('secretRef', 89)),
-     ('driver',), (('driver', ''),)),
+     ('driver',), (('driver', ''),), (('driver', ''), ('fsType', ''), ('readOnly', False))),
     # 124
-    ('object', (('datasetName', 1), ('datasetUUID', 1)), (), ()),
+    ('object', (('datasetName', 1), ('datasetUUID', 1)), (), (),
+     (('datasetName', ''), ('datasetUUID', ''))),
     # 125
     ('object', (('fsType', 1), ('partition', 0), ('pdName', 1), ('readOnly', 7)), ('pdName',),
-     (('pdName', ''),)),
+     (('pdName', ''),), (('fsType', ''), ('partition', 0), ('pdName', ''), ('readOnly', False))),
     # 126
     ('object', (('directory', 1), ('repository', 1), ('revision', 1)), ('repository',),
-     (('repository', ''),)),
+     (('repository', ''),), (('directory', ''), ('repository', ''), ('revision', ''))),
     # 127
     ('object', (('endpoints', 1), ('path', 1), ('readOnly', 7)), ('endpoints', 'path'),
-     (('endpoints', ''), ('path', ''))),
+     (('endpoints', ''), ('path', '')), (('endpoints', ''), ('path', ''), ('readOnly', False))),
     # 128
-    ('object', (('path', 1), ('type', 1)), ('path',), (('path', ''),)),
+    ('object', (('path', 1), ('type', 1)), ('path',), (('path', ''),), (('path', ''),)),
     # 129
-    ('object', (('pullPolicy', 1), ('reference', 1)), (), ()),
+    ('object', (('pullPolicy', 1), ('reference', 1)), (), (),
+     (('pullPolicy', ''), ('reference', ''))),
     # 130
     ('object',
      (('chapAuthDiscovery', 7), ('chapAuthSession', 7), ('fsType', 1), ('initiatorName', 1),
       ('iqn', 1), ('iscsiInterface', 1), ('lun', 0), ('portals', 3), ('readOnly', 7),
       ('secretRef', 89), ('targetPortal', 1)),
-     ('iqn', 'lun', 'targetPortal'), (('iqn', ''), ('lun', 0), ('targetPortal', ''))),
+     ('iqn', 'lun', 'targetPortal'), (('iqn', ''), ('lun', 0), ('targetPortal', '')),
+     (('chapAuthDiscovery', False), ('chapAuthSession', False), ('fsType', ''), ('iqn', ''),
+      ('iscsiInterface', ''), ('lun', 0), ('readOnly', False), ('targetPortal', ''))),
     # 131
     ('object', (('path', 1), ('readOnly', 7), ('server', 1)), ('path', 'server'),
-     (('path', ''), ('server', ''))),
+     (('path', ''), ('server', '')), (('path', ''), ('readOnly', False), ('server', ''))),
     # 132
-    ('object', (('claimName', 1), ('readOnly', 7)), ('claimName',), (('claimName', ''),)),
+    ('object', (('claimName', 1), ('readOnly', 7)), ('claimName',), (('claimName', ''),),
+     (('claimName', ''), ('readOnly', False))),
     # 133
-    ('object', (('fsType', 1), ('pdID', 1)), ('pdID',), (('pdID', ''),)),
+    ('object', (('fsType', 1), ('pdID', 1)), ('pdID',), (('pdID', ''),),
+     (('fsType', ''), ('pdID', ''))),
     # 134
     ('object', (('fsType', 1), ('readOnly', 7), ('volumeID', 1)), ('volumeID',),
-     (('volumeID', ''),)),
+     (('volumeID', ''),), (('fsType', ''), ('readOnly', False), ('volumeID', ''))),
     # 135
     ('object',
      (('labelSelector', 22), ('name', 1), ('optional', 7), ('path', 1), ('signerName', 1)),
-     ('path',), (('path', ''),)),
+     ('path',), (('path', ''),), (('path', ''),)),
     # 136
-    ('object', (('items', 109), ('name', 1), ('optional', 7)), (), ()),
+    ('object', (('items', 109), ('name', 1), ('optional', 7)), (), (), (('name', ''),)),
     # 137
-    ('object', (('items', 113),), (), ()),
+    ('object', (('items', 113),), (), (), ()),
     # 138
     ('object',
      (('certificateChainPath', 1), ('credentialBundlePath', 1), ('keyPath', 1), ('keyType', 1),
       ('maxExpirationSeconds', 0), ('signerName', 1), ('userAnnotations', 11)),
-     ('keyType', 'signerName'), ()),
+     ('keyType', 'signerName'), (),
+     (('certificateChainPath', ''), ('credentialBundlePath', ''), ('keyPath', ''), ('keyType', ''),
+      ('signerName', ''))),
     # 139
     ('object', (('audience', 1), ('expirationSeconds', 0), ('path', 1)), ('path',),
-     (('path', ''),)),
+     (('path', ''),), (('audience', ''), ('path', ''))),
     # 140
     ('object',
      (('clusterTrustBundle', 135), ('configMap', 136), ('downwardAPI', 137),
       ('podCertificate', 138), ('secret', 136), ('serviceAccountToken', 139)),
-     (), ()),
+     (), (), ()),
     # 141
     ('array', 140),
     # 142
-    ('object', (('defaultMode', 0), ('sources', 141)), (), ()),
+    ('object', (('defaultMode', 0), ('sources', 141)), (), (), ()),
     # 143
     ('object',
      (('group', 1), ('readOnly', 7), ('registry', 1), ('tenant', 1), ('user', 1), ('volume', 1)),
-     ('registry', 'volume'), (('registry', ''), ('volume', ''))),
+     ('registry', 'volume'), (('registry', ''), ('volume', '')),
+     (('group', ''), ('readOnly', False), ('registry', ''), ('tenant', ''), ('user', ''),
+      ('volume', ''))),
     # 144
     ('object',
      (('fsType', 1), ('image', 1), ('keyring', 1), ('monitors', 3), ('pool', 1), ('readOnly', 7),
       ('secretRef', 89), ('user', 1)),
-     ('image', 'monitors'), (('image', ''),)),
+     ('image', 'monitors'), (('image', ''),),
+     (('fsType', ''), ('image', ''), ('keyring', ''), ('pool', ''), ('readOnly', False),
+      ('user', ''))),
     # 145
     ('object',
      (('fsType', 1), ('gateway', 1), ('protectionDomain', 1), ('readOnly', 7), ('secretRef', 89),
       ('sslEnabled', 7), ('storageMode', 1), ('storagePool', 1), ('system', 1),
       ('volumeName', 1)),
-     ('gateway', 'secretRef', 'system'), (('gateway', ''), ('system', ''))),
+     ('gateway', 'secretRef', 'system'), (('gateway', ''), ('system', '')),
+     (('fsType', ''), ('gateway', ''), ('protectionDomain', ''), ('readOnly', False),
+      ('sslEnabled', False), ('storageMode', ''), ('storagePool', ''), ('system', ''),
+      ('volumeName', ''))),
     # 146
-    ('object', (('defaultMode', 0), ('items', 109), ('optional', 7), ('secretName', 1)), (), ()),
+    ('object', (('defaultMode', 0), ('items', 109), ('optional', 7), ('secretName', 1)), (), (),
+     (('secretName', ''),)),
     # 147
     ('object',
      (('fsType', 1), ('readOnly', 7), ('secretRef', 89), ('volumeName', 1),
       ('volumeNamespace', 1)),
-     (), ()),
+     (), (), (('fsType', ''), ('readOnly', False), ('volumeName', ''), ('volumeNamespace', ''))),
     # 148
     ('object',
      (('fsType', 1), ('storagePolicyID', 1), ('storagePolicyName', 1), ('volumePath', 1)),
-     ('volumePath',), (('volumePath', ''),)),
+     ('volumePath',), (('volumePath', ''),),
+     (('fsType', ''), ('storagePolicyID', ''), ('storagePolicyName', ''), ('volumePath', ''))),
     # 149
     ('object',
      (('awsElasticBlockStore', 103), ('azureDisk', 104), ('azureFile', 105), ('cephfs', 106),
@@ -447,7 +494,7 @@ NODES: tuple[tuple, ...] = (
       ('photonPersistentDisk', 133), ('portworxVolume', 134), ('projected', 142), ('quobyte', 143),
       ('rbd', 144), ('scaleIO', 145), ('secret', 146), ('storageos', 147),
       ('vsphereVolume', 148)),
-     ('name',), (('name', ''),)),
+     ('name',), (('name', ''),), (('name', ''),)),
     # 150
     ('array', 149),
     # 151
@@ -464,9 +511,13 @@ NODES: tuple[tuple, ...] = (
       ('serviceAccountName', 1), ('setHostnameAsFQDN', 7), ('shareProcessNamespace', 7),
       ('subdomain', 1), ('terminationGracePeriodSeconds', 0), ('tolerations', 100),
       ('topologySpreadConstraints', 102), ('volumes', 150)),
-     ('containers',), ()),
+     ('containers',), (),
+     (('dnsPolicy', ''), ('hostIPC', False), ('hostNetwork', False), ('hostPID', False),
+      ('hostname', ''), ('nodeName', ''), ('priorityClassName', ''), ('restartPolicy', ''),
+      ('schedulerName', ''), ('serviceAccount', ''), ('serviceAccountName', ''),
+      ('subdomain', ''))),
     # 152
-    ('object', (('metadata', 12), ('spec', 151)), (), (('metadata', {}), ('spec', {}))),
+    ('object', (('metadata', 12), ('spec', 151)), (), (('metadata', {}), ('spec', {})), ()),
     # 153
     ('object',
      (('activeDeadlineSeconds', 0), ('backoffLimit', 0), ('backoffLimitPerIndex', 0),
@@ -474,45 +525,48 @@ NODES: tuple[tuple, ...] = (
       ('maxFailedIndexes', 0), ('parallelism', 0), ('podFailurePolicy', 19),
       ('podReplacementPolicy', 1), ('selector', 22), ('successPolicy', 25), ('suspend', 7),
       ('template', 152), ('ttlSecondsAfterFinished', 0)),
-     ('template',), (('template', {}),)),
+     ('template',), (('template', {}),), ()),
     # 154
-    ('object', (('metadata', 12), ('spec', 153)), (), (('metadata', {}), ('spec', {}))),
+    ('object', (('metadata', 12), ('spec', 153)), (), (('metadata', {}), ('spec', {})), ()),
     # 155
     ('object',
      (('dependsOn', 10), ('groupName', 1), ('name', 1), ('replicas', 0), ('template', 154)),
-     ('name', 'template'), (('name', ''), ('template', {}))),
+     ('name', 'template'), (('name', ''), ('template', {})),
+     (('groupName', ''), ('name', ''), ('replicas', 0))),
     # 156
     ('array', 155),
     # 157
     ('object', (('startupPolicyOrder', 1),), ('startupPolicyOrder',),
-     (('startupPolicyOrder', ''),)),
+     (('startupPolicyOrder', ''),), (('startupPolicyOrder', ''),)),
     # 158
-    ('object', (('operator', 1), ('targetReplicatedJobs', 3)), ('operator',), (('operator', ''),)),
+    ('object', (('operator', 1), ('targetReplicatedJobs', 3)), ('operator',), (('operator', ''),),
+     (('operator', ''),)),
     # 159
-    ('object', (('whenDeleted', 1),), (), ()),
+    ('object', (('whenDeleted', 1),), (), (), ()),
     # 160
     ('object',
      (('lastProbeTime', 1), ('lastTransitionTime', 1), ('message', 1), ('reason', 1),
       ('status', 1), ('type', 1)),
-     ('status', 'type'), (('status', ''), ('type', ''))),
+     ('status', 'type'), (('status', ''), ('type', '')),
+     (('message', ''), ('reason', ''), ('status', ''), ('type', ''))),
     # 161
     ('array', 160),
     # 162
     ('object', (('status', 1), ('targetVolumeAttributesClassName', 1)), ('status',),
-     (('status', ''),)),
+     (('status', ''),), (('status', ''), ('targetVolumeAttributesClassName', ''))),
     # 163
     ('object',
      (('accessModes', 3), ('allocatedResourceStatuses', 11), ('allocatedResources', 66),
       ('capacity', 66), ('conditions', 161), ('currentVolumeAttributesClassName', 1),
       ('modifyVolumeStatus', 162), ('phase', 1)),
-     (), ()),
+     (), (), (('phase', ''),)),
     # 164
     ('object', (('apiVersion', 1), ('kind', 1), ('metadata', 12), ('spec', 119), ('status', 163)),
-     (), (('metadata', {}), ('spec', {}), ('status', {}))),
+     (), (('metadata', {}), ('spec', {}), ('status', {})), (('apiVersion', ''), ('kind', ''))),
     # 165
     ('array', 164),
     # 166
-    ('object', (('retentionPolicy', 159), ('templates', 165)), (), ()),
+    ('object', (('retentionPolicy', 159), ('templates', 165)), (), (), ()),
     # 167
     ('array', 166),
     # 168
@@ -520,13 +574,14 @@ NODES: tuple[tuple, ...] = (
      (('coordinator', 2), ('failurePolicy', 6), ('managedBy', 1), ('network', 8),
       ('replicatedJobs', 156), ('startupPolicy', 157), ('successPolicy', 158), ('suspend', 7),
       ('ttlSecondsAfterFinished', 0), ('volumeClaimPolicies', 167)),
-     (), ()),
+     (), (), ()),
     # 169
     ('object',
      (('lastTransitionTime', 1), ('message', 1), ('observedGeneration', 0), ('reason', 1),
       ('status', 1), ('type', 1)),
      ('lastTransitionTime', 'message', 'reason', 'status', 'type'),
-     (('message', ''), ('reason', ''), ('status', ''), ('type', ''))),
+     (('message', ''), ('reason', ''), ('status', ''), ('type', '')),
+     (('message', ''), ('observedGeneration', 0), ('reason', ''), ('status', ''), ('type', ''))),
     # 170
     ('array', 169),
     # 171
@@ -534,6 +589,8 @@ NODES: tuple[tuple, ...] = (
      (('active', 0), ('failed', 0), ('jobRestarts', 13), ('jobRestartsCountTowardsMax', 13),
       ('name', 1), ('ready', 0), ('succeeded', 0), ('suspended', 0)),
      ('active', 'failed', 'name', 'ready', 'succeeded', 'suspended'),
+     (('active', 0), ('failed', 0), ('name', ''), ('ready', 0), ('succeeded', 0),
+      ('suspended', 0)),
      (('active', 0), ('failed', 0), ('name', ''), ('ready', 0), ('succeeded', 0),
       ('suspended', 0))),
     # 172
@@ -543,7 +600,8 @@ NODES: tuple[tuple, ...] = (
      (('conditions', 170), ('currentInPlaceRestartAttempt', 0),
       ('previousInPlaceRestartAttempt', 0), ('replicatedJobsStatus', 172), ('restarts', 0),
       ('restartsCountTowardsMax', 0), ('terminalState', 1)),
-     (), (('restarts', 0),)),
+     (), (('restarts', 0),),
+     (('restarts', 0), ('restartsCountTowardsMax', 0), ('terminalState', ''))),
 )
 # fmt: on
 

@@ -179,15 +179,13 @@ def typed_equal(a: Any, b: Any, node: Node) -> bool:
     None stands for an absent field.
 
     What the typed comparison sees that a JSON comparison does not:
-    - a field whose node lists a Go zero (a non-pointer struct, a non-pointer Quantity, a
-      scalar without omitempty) decodes the same absent as at its zero value: an absent
-      `template.metadata` equals `{}`;
-    - any other struct or Quantity field is a pointer: absent (nil) differs from `{}`
-      (a pointer to an empty struct), so adding `securityContext: {}` is a change;
+    - a non-pointer field (node.absent_as: a struct, a Quantity, a scalar with or without
+      omitempty, named string types included) decodes the same absent as at its zero value:
+      an absent `template.metadata` equals `{}`, an absent `stdin` equals `false`;
+    - any other field is a pointer: absent (nil) differs from a pointer to the zero value, so
+      adding `securityContext: {}` or `runAsNonRoot: false` is a change;
     - nil and empty slices and maps are equal (the forked reflect.DeepEqual says so);
     - quantities compare by value (Semantic's Quantity equality is Cmp == 0).
-    Omitempty scalars are compared as present or absent: the generated schema does not tell a
-    `*bool` from a `bool` with omitempty (neither has a Go zero in json.Marshal's output).
     Values of a shape the node does not expect fall back to semantic_equal."""
     kind = node.kind
     if kind == "quantity":
@@ -214,7 +212,7 @@ def typed_equal(a: Any, b: Any, node: Node) -> bool:
         a, b = {} if a is None else a, {} if b is None else b
         if not isinstance(a, dict) or not isinstance(b, dict):
             return semantic_equal(a, b)
-        zeros = dict(node.zeros)
+        absent_as = node.absent_as
         for key in a.keys() | b.keys():
             va, vb = a.get(key), b.get(key)
             sub = node.props.get(key)
@@ -223,8 +221,8 @@ def typed_equal(a: Any, b: Any, node: Node) -> bool:
                 if not semantic_equal(va, vb):
                     return False
                 continue
-            if key in zeros:
-                zero = zeros[key]
+            if key in absent_as:
+                zero = absent_as[key]
                 va = zero if va is None else va
                 vb = zero if vb is None else vb
             elif sub.kind == "object" and (va is None) != (vb is None):

@@ -33,7 +33,25 @@ class Node:
     required: tuple[str, ...] = ()
     # Items of an array, values of a map.
     child: Node | None = None
+    # What json.Marshal writes for a property left out (go_round_trip): omitempty matters.
     zeros: tuple[tuple[str, Any], ...] = ()
+    # What Go decodes a left-out property to, where that is not nil (typed_equal): every
+    # non-pointer field has its zero, omitempty or not. Kept apart from `zeros`: an omitempty
+    # `bool` decodes absent as false but is never written back as false.
+    absent_as: dict[str, Any] = field(default_factory=dict)
+
+
+def _absent_as(props: dict[str, Node], zeros: tuple[tuple[str, Any], ...],
+               decoded: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    # A non-scalar in `zeros` (a struct's {}, a Quantity's "0", an IntOrString's 0) is a Go
+    # value, so its written zero is also what an absent one decodes to; scalars come only from
+    # the generator's decoded zeros, which know pointer from value.
+    out = {name: zero for name, zero in zeros if props[name].kind not in _SCALAR_KINDS}
+    out.update(decoded)
+    return out
+
+
+_SCALAR_KINDS = ("string", "integer", "number", "boolean")
 
 
 def _build() -> list[Node]:
@@ -42,8 +60,9 @@ def _build() -> list[Node]:
     for raw in _crd_data.NODES:
         kind = raw[0]
         if kind == "object":
-            nodes.append(Node(kind, {name: nodes[i] for name, i in raw[1]}, raw[2],
-                              zeros=raw[3]))
+            props = {name: nodes[i] for name, i in raw[1]}
+            nodes.append(Node(kind, props, raw[2], zeros=raw[3],
+                              absent_as=_absent_as(props, raw[3], raw[4])))
         elif kind in ("array", "map"):
             nodes.append(Node(kind, child=nodes[raw[1]]))
         else:
