@@ -123,5 +123,11 @@ _TOPOLOGY_FIELDS = {"required": "required", "preferred": "preferred",
 def _topology_request(request: dict[str, Any]) -> pb.PodSetTopologyRequest:
     msg = pb.PodSetTopologyRequest()
     for key, value in request.items():
-        setattr(msg, _TOPOLOGY_FIELDS[key], value)
+        if key == "podsetSliceRequiredTopologyConstraints":
+            msg.podset_slice_required_topology_constraints.extend(
+                pb.PodsetSliceRequiredTopologyConstraint(topology=layer["topology"],
+                                                         size=layer["size"])
+                for layer in value)
+        else:
+            setattr(msg, _TOPOLOGY_FIELDS[key], value)
     return msg

@@ -127,6 +127,8 @@ export interface PodSetTopologyRequest {
   required?: string; preferred?: string; unconstrained?: boolean; podIndexLabel?: string;
   subGroupIndexLabel?: string; subGroupCount?: number; podSetGroupName?: string;
   podSetSliceRequiredTopology?: string; podSetSliceSize?: number;
+  /** Kueue's multi-layer slices, coarsest first (empty unless the annotation is set). */
+  podsetSliceRequiredTopologyConstraints: { topology: string; size: number }[];
 }
 export interface PodSet {
   name: string; count: Int64; replicatedJob?: string;

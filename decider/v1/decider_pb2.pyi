@@ -537,7 +537,7 @@ class PodSet(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., pod_requests: _Optional[_Mapping[str, int]] = ..., total_requests: _Optional[_Mapping[str, int]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_request: _Optional[_Union[PodSetTopologyRequest, _Mapping]] = ...) -> None: ...
 
 class PodSetTopologyRequest(_message.Message):
-    __slots__ = ("required", "preferred", "unconstrained", "pod_index_label", "sub_group_index_label", "sub_group_count", "pod_set_group_name", "pod_set_slice_required_topology", "pod_set_slice_size")
+    __slots__ = ("required", "preferred", "unconstrained", "pod_index_label", "sub_group_index_label", "sub_group_count", "pod_set_group_name", "pod_set_slice_required_topology", "pod_set_slice_size", "podset_slice_required_topology_constraints")
     REQUIRED_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_FIELD_NUMBER: _ClassVar[int]
     UNCONSTRAINED_FIELD_NUMBER: _ClassVar[int]
@@ -547,6 +547,7 @@ class PodSetTopologyRequest(_message.Message):
     POD_SET_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     POD_SET_SLICE_REQUIRED_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     POD_SET_SLICE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     required: str
     preferred: str
     unconstrained: bool
@@ -556,7 +557,16 @@ class PodSetTopologyRequest(_message.Message):
     pod_set_group_name: str
     pod_set_slice_required_topology: str
     pod_set_slice_size: int
-    def __init__(self, required: _Optional[str] = ..., preferred: _Optional[str] = ..., unconstrained: _Optional[bool] = ..., pod_index_label: _Optional[str] = ..., sub_group_index_label: _Optional[str] = ..., sub_group_count: _Optional[int] = ..., pod_set_group_name: _Optional[str] = ..., pod_set_slice_required_topology: _Optional[str] = ..., pod_set_slice_size: _Optional[int] = ...) -> None: ...
+    podset_slice_required_topology_constraints: _containers.RepeatedCompositeFieldContainer[PodsetSliceRequiredTopologyConstraint]
+    def __init__(self, required: _Optional[str] = ..., preferred: _Optional[str] = ..., unconstrained: _Optional[bool] = ..., pod_index_label: _Optional[str] = ..., sub_group_index_label: _Optional[str] = ..., sub_group_count: _Optional[int] = ..., pod_set_group_name: _Optional[str] = ..., pod_set_slice_required_topology: _Optional[str] = ..., pod_set_slice_size: _Optional[int] = ..., podset_slice_required_topology_constraints: _Optional[_Iterable[_Union[PodsetSliceRequiredTopologyConstraint, _Mapping]]] = ...) -> None: ...
+
+class PodsetSliceRequiredTopologyConstraint(_message.Message):
+    __slots__ = ("topology", "size")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    size: int
+    def __init__(self, topology: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
 
 class PodSetsResponse(_message.Message):
     __slots__ = ("pod_sets",)

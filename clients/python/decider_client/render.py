@@ -198,7 +198,12 @@ _TOPOLOGY_KEYS = (("required", "required"), ("preferred", "preferred"),
 
 def topology_request_to_dict(req: pb.PodSetTopologyRequest) -> dict[str, Any]:
     """Kueue's PodSetTopologyRequest, its fields in Kueue's order, unset ones left out."""
-    return {key: getattr(req, attr) for key, attr in _TOPOLOGY_KEYS if req.HasField(attr)}
+    out = {key: getattr(req, attr) for key, attr in _TOPOLOGY_KEYS if req.HasField(attr)}
+    if req.podset_slice_required_topology_constraints:
+        out["podsetSliceRequiredTopologyConstraints"] = [
+            {"topology": c.topology, "size": c.size}
+            for c in req.podset_slice_required_topology_constraints]
+    return out
 
 
 def simulation_event_to_dict(event: pb.SimulationEvent) -> dict[str, Any]:

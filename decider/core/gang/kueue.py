@@ -23,6 +23,7 @@ from typing import Any
 from decider.core import access as acc
 from decider.core import quantity
 from decider.core.errors import InvalidInput
+from decider.core.gang.kueue_slices import CONSTRAINTS_ANNOTATION, slice_constraints
 from decider.core.model import Toleration
 
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
@@ -41,7 +42,7 @@ _GO_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _INT32 = (-(2**31), 2**31 - 1)
 TOPOLOGY_KEYS = ("required", "preferred", "unconstrained", "podIndexLabel", "subGroupIndexLabel",
                  "subGroupCount", "podSetGroupName", "podSetSliceRequiredTopology",
-                 "podSetSliceSize")
+                 "podSetSliceSize", "podsetSliceRequiredTopologyConstraints")
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,12 @@ def topology_request(annotations: dict[str, str], path: str,
         found["subGroupCount"] = sub_group_count
     if GROUP_NAME in annotations and ("required" in found or "preferred" in found):
         found["podSetGroupName"] = annotations[GROUP_NAME]
-    # The multi-layer constraints annotation needs Kueue's alpha TASMultiLayerTopology gate
-    # (off by default): as Kueue, without it, only the two-level slice annotations count.
-    if SLICE_REQUIRED_TOPOLOGY in annotations and SLICE_SIZE in annotations:
+    # Kueue's TASMultiLayerTopology gate is Beta, on by default since 0.19: the multi-layer
+    # annotation, when present, replaces the two-level pair, which is then not even parsed.
+    if CONSTRAINTS_ANNOTATION in annotations:
+        found["podsetSliceRequiredTopologyConstraints"] = slice_constraints(
+            annotations[CONSTRAINTS_ANNOTATION], path)
+    elif SLICE_REQUIRED_TOPOLOGY in annotations and SLICE_SIZE in annotations:
         size = _go_int32(annotations[SLICE_SIZE], f"{path}[{SLICE_SIZE}]")
         found["podSetSliceRequiredTopology"] = annotations[SLICE_REQUIRED_TOPOLOGY]
         found["podSetSliceSize"] = size
