@@ -90,6 +90,8 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
         msg = out.pod_sets.add(name=info.name, count=info.count, warnings=info.warnings)
         if info.replicated_job is not None:
             msg.replicated_job = info.replicated_job
+        if info.min_count is not None:
+            msg.min_count = info.min_count
         if info.gang_podgroup is not None:
             msg.gang.pod_group = info.gang_podgroup
             msg.gang.template = info.gang_template or ""

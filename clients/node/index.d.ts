@@ -132,6 +132,8 @@ export interface PodSetTopologyRequest {
 }
 export interface PodSet {
   name: string; count: Int64; replicatedJob?: string;
+  /** Kueue's minCount for partial admission: a Job's kueue.x-k8s.io/job-min-parallelism. */
+  minCount?: number;
   gang: { podGroup: string; template: string; minCount?: Int64; podSets: string[] } | null;
   warnings: string[];
   /** One pod's requests: millicores for cpu, whole units (bytes for memory) otherwise. */

@@ -492,7 +492,7 @@ class PodSetGang(_message.Message):
     def __init__(self, pod_group: _Optional[str] = ..., template: _Optional[str] = ..., min_count: _Optional[int] = ..., pod_sets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PodSet(_message.Message):
-    __slots__ = ("name", "count", "replicated_job", "gang", "warnings", "pod_requests", "total_requests", "node_selector", "tolerations", "topology_request")
+    __slots__ = ("name", "count", "replicated_job", "gang", "warnings", "pod_requests", "total_requests", "node_selector", "tolerations", "topology_request", "min_count")
     class PodRequestsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -524,6 +524,7 @@ class PodSet(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     replicated_job: str
@@ -534,7 +535,8 @@ class PodSet(_message.Message):
     node_selector: _containers.ScalarMap[str, str]
     tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
     topology_request: PodSetTopologyRequest
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., pod_requests: _Optional[_Mapping[str, int]] = ..., total_requests: _Optional[_Mapping[str, int]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_request: _Optional[_Union[PodSetTopologyRequest, _Mapping]] = ...) -> None: ...
+    min_count: int
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., replicated_job: _Optional[str] = ..., gang: _Optional[_Union[PodSetGang, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., pod_requests: _Optional[_Mapping[str, int]] = ..., total_requests: _Optional[_Mapping[str, int]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_request: _Optional[_Union[PodSetTopologyRequest, _Mapping]] = ..., min_count: _Optional[int] = ...) -> None: ...
 
 class PodSetTopologyRequest(_message.Message):
     __slots__ = ("required", "preferred", "unconstrained", "pod_index_label", "sub_group_index_label", "sub_group_count", "pod_set_group_name", "pod_set_slice_required_topology", "pod_set_slice_size", "podset_slice_required_topology_constraints")

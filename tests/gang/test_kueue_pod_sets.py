@@ -194,3 +194,57 @@ def test_the_cli_shape_is_the_cores_whichever_way_it_travels() -> None:
     got = render.pod_sets_to_dict(convert.pod_sets_response(observe.build_pod_sets_request(js)))
     assert json.dumps(got) == json.dumps({"podSets": [p.to_dict() for p in pod_sets(js)]})
     assert got["podSets"][0]["totalRequests"] == {"cpu": 6000, "memory": 6 * 2 * GI}
+
+
+MIN = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def job_with(annotations: dict[str, Any] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "j"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"parallelism": 8, "template": {"spec": {"containers": [
+                container({"cpu": "1"})]}}}}
+
+
+# Kueue's job integration: PodSets' MinCount is minPodsCount(), strconv.Atoi of the Job's
+# annotation then int32(), or nil when Atoi refuses it; its webhook, not PodSets, judges it.
+@pytest.mark.parametrize("annotations,expected", [
+    ({MIN: "3"}, 3),
+    ({MIN: "+3"}, 3),
+    ({MIN: "-1"}, -1),
+    ({MIN: "0"}, 0),
+    ({MIN: "4294967299"}, 3),
+    ({MIN: "2147483648"}, -(2**31)),
+    ({MIN: "9223372036854775808"}, None),
+    ({MIN: "3.0"}, None),
+    ({MIN: " 3"}, None),
+    ({MIN: "0x10"}, None),
+    ({MIN: "1_000"}, None),
+    ({MIN: "٣"}, None),
+    ({MIN: ""}, None),
+    ({}, None),
+    (None, None),
+], ids=["minPodsCount-atoi", "atoi-takes-a-plus-sign", "atoi-takes-a-minus-sign", "zero",
+        "int32-conversion-wraps", "int32-conversion-wraps-to-negative", "atoi-out-of-range-nil",
+        "atoi-refuses-a-fraction", "atoi-refuses-a-space", "atoi-base-10-only",
+        "atoi-no-underscores-in-base-10", "atoi-ascii-digits-only", "atoi-refuses-empty",
+        "no-annotation-no-min-count", "no-annotations-at-all"])
+def test_a_jobs_min_count_is_kueues(annotations, expected) -> None:
+    info = pod_sets(job_with(annotations))[0]
+    assert info.min_count == expected
+    # Through the contract and back, as the CLI and --server print it: absent when unset.
+    got = render.pod_sets_to_dict(convert.pod_sets_response(
+        observe.build_pod_sets_request(job_with(annotations))))["podSets"][0]
+    assert got.get("minCount", None) == expected
+    assert ("minCount" in got) == (expected is not None)
+    assert json.dumps(got) == json.dumps(info.to_dict())
+
+
+def test_a_jobset_has_no_min_count_whatever_its_annotations() -> None:
+    # Kueue's JobSet integration sets no MinCount (no partial admission for JobSets).
+    js = jobset({"containers": [container({"cpu": "1"})]})
+    js["metadata"]["annotations"] = {MIN: "1"}
+    js["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {MIN: "1"}}
+    assert [p.min_count for p in pod_sets(js)] == [None]

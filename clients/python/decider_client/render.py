@@ -165,6 +165,7 @@ def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
                     "minCount": ps.gang.min_count if ps.gang.HasField("min_count") else None,
                     "podSets": list(ps.gang.pod_sets)}
         sets.append({"name": ps.name, "count": ps.count,
+                     **({"minCount": ps.min_count} if ps.HasField("min_count") else {}),
                      "replicatedJob": ps.replicated_job if ps.HasField("replicated_job")
                      else None,
                      "gang": gang, "warnings": list(ps.warnings),

@@ -26,6 +26,7 @@ from decider.core.errors import InvalidInput
 from decider.core.gang.kueue_slices import CONSTRAINTS_ANNOTATION, slice_constraints
 from decider.core.model import Toleration
 
+JOB_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
@@ -125,6 +126,19 @@ def _go_bool(text: str, path: str) -> bool:
     if text in _GO_FALSE:
         return False
     raise InvalidInput.at(path, f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def job_min_count(annotations: dict[str, Any]) -> int | None:
+    """A Job's minCount as Kueue's job integration reads it (minPodsCount): strconv.Atoi of
+    the annotation, converted to int32 as Go converts (wrapping), and nothing, without a word,
+    for a value Atoi refuses. Kueue's webhook, not PodSets, judges the number."""
+    text = annotations.get(JOB_MIN_PARALLELISM)
+    if not isinstance(text, str) or not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    if not -(2**63) <= value < 2**63:  # past Go's int on a 64-bit platform
+        return None
+    return (value + 2**31) % 2**32 - 2**31
 
 
 def _go_int32(text: str, path: str) -> int:

@@ -140,11 +140,16 @@ class PodSetInfo:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     topology_request: dict[str, Any] | None = None
+    # Kueue's minCount for partial admission (a Job's kueue.x-k8s.io/job-min-parallelism).
+    min_count: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        # minCount only where Kueue sets one, as its PodSet's JSON (omitempty) shows it.
+        min_count = {} if self.min_count is None else {"minCount": self.min_count}
         return {
             "name": self.name,
             "count": self.count,
+            **min_count,
             "replicatedJob": self.replicated_job,
             "gang": None
             if self.gang_podgroup is None

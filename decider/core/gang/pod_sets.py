@@ -39,6 +39,8 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]
         probe["metadata"] = meta
         groups = jobrules.plan_job(probe, [], gen.job_rules, native, native).groups
         info = _pod_set("main", count, None, groups[0] if groups else None, ["main"])
+        info = replace(info, min_count=kueue.job_min_count(
+            acc.child(acc.child(obj, "metadata", ""), "annotations", "metadata")))
         template = acc.child(acc.child(obj, "spec", ""), "template", "spec")
         return [_with_details(info, kueue.pod_set_details(template, "spec.template", None))]
     f = jsrules.read_jobset(obj, need_identity=False)
