@@ -36,12 +36,19 @@ def decider(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
 
 # --- 1. JSON input is JSON -----------------------------------------------------------------
 
+# A whole number written as a float is the integer kubectl sends: it decodes the file into Go
+# values and encodes them again, and Go writes a whole float64 below 1e21 without a fraction,
+# which the API server reads as an integer where it fits int64.
 @pytest.mark.parametrize("literal,value", [
-    ("1e5", 100000.0),
-    ("1E+3", 1000.0),
+    ("1e5", 100000),
+    ("1E+3", 1000),
     ("-2e-3", -0.002),
-    ("1e0", 1.0),
+    ("1e0", 1),
+    ("2.0", 2),
+    ("-0.0", 0),
     ("2.5", 2.5),
+    ("9.3e18", 9.3e18),
+    ("1e21", 1e21),
     ("7", 7),
     ("-0", 0),
     ("12345678901234567890", 12345678901234567890),
@@ -50,9 +57,10 @@ def decider(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
     ("null", None),
     ('"2026-01-01T10:00:00Z"', "2026-01-01T10:00:00Z"),
     ('"y"', "y"),
-], ids=["exponent", "exponent-upper-plus", "negative-exponent", "one-e-zero", "fraction",
-        "int", "minus-zero", "beyond-int64", "string-exponent", "bool", "null", "time-string",
-        "string-y"])
+], ids=["exponent-whole", "exponent-upper-plus-whole", "negative-exponent", "one-e-zero-whole",
+        "point-zero-whole", "minus-zero-float", "fraction", "whole-float-past-int64",
+        "whole-float-go-writes-with-exponent", "int", "minus-zero", "beyond-int64",
+        "string-exponent", "bool", "null", "time-string", "string-y"])
 def test_json_values_are_what_json_means(literal: str, value: Any) -> None:
     obj = load_objects(HEAD + f'{{"v": {literal}}}}}', "f.json")[0]
     assert obj["data"]["v"] == value
@@ -189,6 +197,27 @@ def test_cli_reads_a_json_file_as_json(tmp_path: Path, replicas: str, image: str
         assert rj["replicas"] == int(float(replicas))
     else:
         assert needle in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("replicas", ["1e2", "100.0", "1E2"])
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_every_command_reads_a_whole_float_as_kubectl_sends_it(tmp_path: Path, replicas: str,
+                                                                suffix: str) -> None:
+    # `validate` took replicas: 1e2 as 100 while decide refused "must be an integer, got float":
+    # kubectl sends 100, and the cluster runs 100 Jobs.
+    path = tmp_path / f"js{suffix}"
+    text = _jobset(replicas)
+    if suffix == ".yaml":
+        text = yaml.safe_dump(json.loads(text.replace(f'"replicas": {replicas}', '"replicas": 0')))
+        assert text.count("replicas: 0") == 1
+        text = text.replace("replicas: 0", f"replicas: {replicas}")
+    path.write_text(text)
+    out = subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-f", str(path),
+                          "--now", "2026-01-01T00:00:00Z"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert sum(a["type"] == "CreateJob" for a in plan["actions"]) == 100
 
 
 # --- 2. YAML timestamps stay text ------------------------------------------------------------

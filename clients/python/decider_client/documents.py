@@ -51,7 +51,7 @@ def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
     # Round-trip through JSON so YAML-only values (dates, non-string keys) cannot reach anything
     # downstream in a form the API server would never send.
     try:
-        return json.loads(json.dumps(out, default=_reject))
+        return json.loads(json.dumps(out, default=_reject), parse_float=_as_sent)
     except ValueError as exc:
         raise ObservationError(source, str(exc)) from None
 
@@ -105,6 +105,17 @@ def _too_deep_at(text: str) -> int | None:
         elif token[0] in ("}", "]"):
             depth -= 1
     return None
+
+
+def _as_sent(text: str) -> float | int:
+    """A number as kubectl sends it: it decodes the file into Go values and encodes them
+    again, and Go writes a whole float64 below 1e21 without a fraction (`replicas: 1e2` and
+    `2.0` go out as 100 and 2), which the API server then reads as an integer when it fits
+    int64. Read as a float here, the decider would refuse what the cluster takes."""
+    value = float(text)
+    if value.is_integer() and -(2**63) <= value < 2**63:
+        return int(value)
+    return value
 
 
 def _reject(value: Any) -> Any:
