@@ -3,7 +3,10 @@
 Semantics of client-go's reflector: list, then watch from the list's resourceVersion with
 bookmarks; a watch that ends is resumed from the last resourceVersion seen (an event's or a
 bookmark's); `410 Gone` (as an HTTP status or an ERROR event) forces a fresh list, which is
-diffed against the cache so that deletions missed while away are still delivered.
+diffed against the cache so that deletions missed while away are still delivered. Lists are
+read in pages (shim/pager.py). Every failure (an error, a 410, a watch closed at once, a watch
+silent past `idle_timeout`) waits a backoff that only a watch bringing events resets, so no
+misbehaving server or proxy is answered with a loop of requests.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ReadTimeoutError
 
 from shim.kube import Kube, KubeError, Obj, Resource, WatchStream
+from shim.pager import PAGE_SIZE, list_all
 from shim.ratelimit import retry_after
 
 log = logging.getLogger(__name__)
@@ -29,6 +35,44 @@ class Gone(Exception):
     """The watch's resourceVersion is too old: list again."""
 
 
+class ShortWatch(Exception):
+    """A watch the server ended at once without a single event: something between us and the
+    API server (a proxy, a server shutting down) closes watches, and watching again at once
+    would send it requests as fast as it can answer (client-go's reflector treats it as an
+    error for the same reason)."""
+
+
+# A watch shorter than this that brought no event is a ShortWatch (client-go: one second).
+SHORT_WATCH = 1.0
+# The longest a watch may stay silent before its connection is taken for dead. The API server
+# sends a watch that asked for bookmarks one at least every minute (its watch cache's bookmark
+# frequency), so 150 s of nothing is a connection that died without a FIN or RST (a NAT or a
+# load balancer forgot it): client-go notices one by HTTP/2 pings within 45 s; over HTTP/1.1
+# only a read timeout does, and the server-side timeout's (up to 630 s) left the shim blind
+# for ten minutes. A quiet watch on a server that sends no bookmarks is merely resumed.
+WATCH_IDLE_TIMEOUT = 150.0
+
+
+class _Backoff:
+    """The wait before a reflector's next attempt: doubled by each failure, back to the start
+    only once a watch brings an event. Resetting on anything less (a list that worked, a watch
+    the server accepted) lets a failure that follows every list or every watch (410 on each
+    watch, a watch closed at once) loop as fast as the server answers."""
+
+    def __init__(self, initial: float = 0.1, cap: float = 30.0) -> None:
+        self.initial = initial
+        self.cap = cap
+        self.current = initial
+
+    def next(self) -> float:
+        wait = self.current
+        self.current = min(self.current * 2, self.cap)
+        return wait
+
+    def reset(self) -> None:
+        self.current = self.initial
+
+
 class Informer:
     def __init__(
         self,
@@ -38,6 +82,8 @@ class Informer:
         handler: Handler,
         label_selector: str = "",
         watch_timeout: tuple[int, int] = (300, 600),
+        page_size: int = PAGE_SIZE,
+        idle_timeout: float = WATCH_IDLE_TIMEOUT,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -45,6 +91,8 @@ class Informer:
         self.handler = handler
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
+        self.page_size = page_size
+        self.idle_timeout = idle_timeout
         self._store: dict[tuple[str, str], Obj] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -110,38 +158,46 @@ class Informer:
 
     def _run(self, index: int, namespace: str | None) -> None:
         rv: str | None = None
-        backoff = 0.1
+        backoff = _Backoff()
         while not self._stop.is_set():
             try:
                 if rv is None:
                     rv = self._list(namespace)
                     self._synced[index].set()
-                rv = self._watch(index, namespace, rv)
-                backoff = 0.1
+                rv = self._watch(index, namespace, rv, backoff)
+                continue
             except Gone:
-                log.info("%s: resourceVersion expired, listing again", self.resource.plural)
-                self.relists += 1
                 rv = None
+                wait = backoff.next()
+                log.info("%s: resourceVersion expired, listing again in %.1fs",
+                         self.resource.plural, wait)
+                self.relists += 1
             except Exception as exc:  # noqa: BLE001 - a reflector retries whatever happened
                 if self._stop.is_set():
                     return
+                wait = backoff.next()
                 if isinstance(exc, ApiException) and exc.status == 410:
+                    # A watch refused as too old: list again, as for an ERROR event with 410.
+                    log.info("%s: resourceVersion expired, listing again in %.1fs",
+                             self.resource.plural, wait)
                     self.relists += 1
                     rv = None
-                    continue
-                wait = backoff
-                if isinstance(exc, ApiException):
-                    # A throttled watch or list waits at least what the server asked.
-                    wait = max(wait, retry_after(exc.status or 0, exc.headers) or 0.0)
-                log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, wait)
-                self._stop.wait(wait)
-                backoff = min(backoff * 2, 30.0)
+                elif isinstance(exc, ReadTimeoutError):
+                    log.warning("%s: the watch was silent for %.0fs (a dead connection); "
+                                "watching again in %.1fs", self.resource.plural,
+                                self.idle_timeout, wait)
+                else:
+                    if isinstance(exc, ApiException):
+                        # A throttled watch or list waits at least what the server asked.
+                        wait = max(wait, retry_after(exc.status or 0, exc.headers) or 0.0)
+                    log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, wait)
+            self._stop.wait(wait)
 
     def _in_scope(self, namespace: str | None, key: tuple[str, str]) -> bool:
         return namespace is None or key[0] == namespace
 
     def _list(self, namespace: str | None) -> str:
-        out = self.kube.list(self.resource, namespace, self.label_selector)
+        out = list_all(self.kube, self.resource, namespace, self.label_selector, self.page_size)
         fresh: dict[tuple[str, str], Obj] = {}
         for item in out.get("items") or []:
             meta = item["metadata"]
@@ -165,9 +221,12 @@ class Informer:
             self._deliver(*event)
         return str(out["metadata"].get("resourceVersion", ""))
 
-    def _watch(self, index: int, namespace: str | None, rv: str) -> str:
+    def _watch(self, index: int, namespace: str | None, rv: str, backoff: _Backoff) -> str:
         timeout = random.randint(*self.watch_timeout)
-        stream = self.kube.watch(self.resource, namespace, rv, timeout, self.label_selector)
+        started = time.monotonic()
+        events = 0
+        stream = self.kube.watch(self.resource, namespace, rv, timeout, self.label_selector,
+                                 idle_timeout=self.idle_timeout)
         with self._lock:
             self._streams[index] = stream
         if self._stop.is_set():
@@ -181,6 +240,9 @@ class Informer:
                         raise Gone()
                     raise KubeError("watch", self.resource.plural, status=obj.get("code", 500),
                                     reason=obj.get("reason") or "", body=json.dumps(obj))
+                events += 1
+                if events == 1:
+                    backoff.reset()
                 new_rv = (obj.get("metadata") or {}).get("resourceVersion")
                 if etype == "BOOKMARK":
                     rv = new_rv or rv
@@ -204,6 +266,9 @@ class Informer:
         finally:
             with self._lock:
                 self._streams.pop(index, None)
+        if not events and not self._stop.is_set() and time.monotonic() - started < SHORT_WATCH:
+            raise ShortWatch("the watch ended at once without an event")
+        backoff.reset()
         return rv
 
     def _deliver(self, etype: str, obj: Obj, old: Obj | None) -> None:

@@ -327,9 +327,16 @@ class Kube:
     def get(self, res: Resource, namespace: str, name: str) -> Obj:
         return self.request("GET", res.path(namespace, name))
 
-    def list(self, res: Resource, namespace: str | None, label_selector: str = "") -> Obj:
-        query = {"labelSelector": label_selector} if label_selector else None
-        out = self.request("GET", res.path(namespace), query)
+    def list(self, res: Resource, namespace: str | None, label_selector: str = "",
+             limit: int = 0, continue_token: str = "") -> Obj:
+        """One list request; `limit`/`continue_token` ask for one page (shim/pager.py reads
+        them all)."""
+        query: dict[str, str] = {"labelSelector": label_selector} if label_selector else {}
+        if limit > 0:
+            query["limit"] = str(limit)
+        if continue_token:
+            query["continue"] = continue_token
+        out = self.request("GET", res.path(namespace), query or None)
         # Items of built-in lists come without apiVersion/kind; every consumer wants them.
         for item in out.get("items") or []:
             item.setdefault("apiVersion", res.api_version)
@@ -374,7 +381,10 @@ class Kube:
         resource_version: str,
         timeout_seconds: int,
         label_selector: str = "",
+        idle_timeout: float | None = None,
     ) -> WatchStream:
+        """`idle_timeout`: the longest silence (no event, no bookmark) taken for a live
+        connection; by default the server-side timeout and a margin."""
         query = {
             "watch": "true",
             "resourceVersion": resource_version,
@@ -384,7 +394,10 @@ class Kube:
         if label_selector:
             query["labelSelector"] = label_selector
         # The read timeout outlives the server-side timeout, so a silent connection is noticed.
-        resp = self._send("GET", res.path(namespace), query, None, "", (10, timeout_seconds + 30))
+        read = float(timeout_seconds + 30)
+        if idle_timeout is not None:
+            read = min(read, idle_timeout)
+        resp = self._send("GET", res.path(namespace), query, None, "", (10, read))
         if not 200 <= resp.status <= 299:
             data = resp.read()
             raise KubeError("GET", f"{res.path(namespace)} (watch)", resp,

@@ -59,6 +59,15 @@ class LeaderElector:
         self._thread: threading.Thread | None = None
 
     def is_leader(self) -> bool:
+        """Leading, renewed within renew_deadline, and the last Lease read names no one else.
+
+        The last check is client-go's IsLeader: a Lease seen held by another replica (it took
+        the Lease, or an operator handed it over) means that replica may act now, so this one
+        stops writing at once, not renew_deadline later when its own renewals run out.
+        """
+        observed = self._observed
+        if observed is not None and observed[0] != self.identity:
+            return False
         return self._leading and time.monotonic() - self._last_renew < self.renew_deadline
 
     def start(self) -> None:

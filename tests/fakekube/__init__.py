@@ -3,9 +3,10 @@
 Used by the shim's tests and by bench/shim_reaction.py.
 """
 
+from .faults import Fault, WatchFault
 from .jobsim import JobSimulator
 from .resources import DEFAULT_RESOURCES, ResourceType
-from .server import AuditRecord, FakeKube, Fault
+from .server import AuditRecord, FakeKube
 from .store import ApiError, Store
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "JobSimulator",
     "ResourceType",
     "Store",
+    "WatchFault",
 ]

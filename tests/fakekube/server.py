@@ -16,14 +16,16 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .faults import FAULT_REASONS, Fault, WatchFault, page
 from .resources import DEFAULT_RESOURCES, ResourceType
 from .store import ApiError, Store
+from .watchserve import WatchStreaming
 
 
 @dataclass
@@ -35,29 +37,6 @@ class AuditRecord:
     user_agent: str
     code: int
     body: Any = None
-
-
-@dataclass
-class Fault:
-    """Answer matching requests with an error instead of serving them."""
-
-    method: str
-    path_pattern: str
-    code: int = 500
-    remaining: int = -1  # -1: until removed
-    # Sent as the Retry-After header when set (seconds, or an HTTP date), as API Priority and
-    # Fairness does on 429 and an overloaded or starting server may on 503.
-    retry_after: str | None = None
-    hits: int = 0
-    _re: re.Pattern[str] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._re = re.compile(self.path_pattern)
-
-    def matches(self, method: str, path: str) -> bool:
-        return (
-            (self.method in ("*", method)) and bool(self._re.search(path)) and self.remaining != 0
-        )
 
 
 class _Server(ThreadingHTTPServer):
@@ -78,6 +57,10 @@ class FakeKube:
         self.bookmark_interval = bookmark_interval
         self.audit: list[AuditRecord] = []
         self.faults: list[Fault] = []
+        self.watch_faults: list[WatchFault] = []
+        # GETs of a collection (lists and watches), whatever their outcome: a test counts
+        # them, or reads their queries (limit, continue, resourceVersion).
+        self.collection_reads: list[AuditRecord] = []
         self._audit_lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
@@ -147,17 +130,40 @@ class FakeKube:
         code: int = 500,
         count: int = -1,
         retry_after: str | float | None = None,
+        query: dict[str, str] | None = None,
     ) -> Fault:
-        """Answer `count` matching requests (-1: all) with `code`, before serving anything."""
+        """Answer `count` matching requests (-1: all) with `code`, before serving anything;
+        `query`: only requests with these query parameters ("" matches any value)."""
         after = None if retry_after is None else str(retry_after)
-        fault = Fault(method, path_pattern, code, count, after)
+        fault = Fault(method, path_pattern, code, count, after, dict(query or {}))
         with self._audit_lock:
             self.faults.append(fault)
+        return fault
+
+    def add_watch_fault(
+        self, path_pattern: str, mode: str, count: int = -1, code: int = 500
+    ) -> WatchFault:
+        """Accept `count` matching watches (-1: all), then break each in `mode`
+        (faults.WATCH_FAULT_MODES)."""
+        fault = WatchFault(path_pattern, mode, count, code)
+        with self._audit_lock:
+            self.watch_faults.append(fault)
         return fault
 
     def clear_faults(self) -> None:
         with self._audit_lock:
             self.faults.clear()
+            self.watch_faults.clear()
+
+    def reads(self, path_pattern: str = "", watch: bool | None = None) -> list[AuditRecord]:
+        """Lists and watches seen so far (any outcome); `watch`: only watches, or only lists."""
+        rx = re.compile(path_pattern)
+        with self._audit_lock:
+            return [
+                r for r in self.collection_reads
+                if rx.search(r.path)
+                and (watch is None or ("watch=true" in r.query) == watch)
+            ]
 
     def writes(self, path_pattern: str = "", method: str = "") -> list[AuditRecord]:
         """Mutating requests seen so far (any outcome), optionally filtered."""
@@ -169,15 +175,29 @@ class FakeKube:
                 if r.method != "GET" and rx.search(r.path) and (not method or r.method == method)
             ]
 
-    def _fault_for(self, method: str, path: str) -> Fault | None:
+    def _fault_for(self, method: str, path: str, query: dict[str, str]) -> Fault | None:
         with self._audit_lock:
             for fault in self.faults:
-                if fault.matches(method, path):
+                if fault.matches(method, path, query):
                     fault.hits += 1
                     if fault.remaining > 0:
                         fault.remaining -= 1
                     return fault
         return None
+
+    def _watch_fault_for(self, path: str) -> WatchFault | None:
+        with self._audit_lock:
+            for fault in self.watch_faults:
+                if fault.matches(path):
+                    fault.hits += 1
+                    if fault.remaining > 0:
+                        fault.remaining -= 1
+                    return fault
+        return None
+
+    def _record_read(self, rec: AuditRecord) -> None:
+        with self._audit_lock:
+            self.collection_reads.append(rec)
 
     def _record(self, rec: AuditRecord) -> None:
         with self._audit_lock:
@@ -251,9 +271,6 @@ class FakeKube:
         }
 
 
-# metav1.Status reasons of the codes a fault is usually injected with.
-_FAULT_REASONS = {429: "TooManyRequests", 503: "ServiceUnavailable", 504: "Timeout"}
-
 _PATCH_TYPES = {
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
@@ -262,7 +279,16 @@ _PATCH_TYPES = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+def _is_collection(path: str) -> bool:
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"]:
+        return len(parts) == 3 or (len(parts) == 5 and parts[2] == "namespaces")
+    if parts[:1] == ["apis"]:
+        return len(parts) == 4 or (len(parts) == 6 and parts[3] == "namespaces")
+    return False
+
+
+class _Handler(WatchStreaming, BaseHTTPRequestHandler):
     kube: FakeKube
     protocol_version = "HTTP/1.1"
 
@@ -319,14 +345,16 @@ class _Handler(BaseHTTPRequestHandler):
             time.monotonic(), method, split.path, split.query, self.headers.get("User-Agent", ""), 0
         )
         headers: dict[str, str] = {}
+        if method == "GET" and _is_collection(split.path):
+            self.kube._record_read(rec)
         try:
             body = self._read_body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
             rec.body = body
-            fault = self.kube._fault_for(method, split.path)
+            fault = self.kube._fault_for(method, split.path, query)
             if fault is not None:
                 if fault.retry_after is not None:
                     headers["Retry-After"] = fault.retry_after
-                raise ApiError(fault.code, _FAULT_REASONS.get(fault.code, "InternalError"),
+                raise ApiError(fault.code, FAULT_REASONS.get(fault.code, "InternalError"),
                                f"injected fault ({fault.code})")
             code, payload = self._serve(method, split.path, query, body)
             rec.code = code
@@ -395,11 +423,12 @@ class _Handler(BaseHTTPRequestHandler):
             if name:
                 return 200, store.get(rt, ns, name)
             if query.get("watch") in ("true", "1"):
-                self._stream_watch(rt, namespace, query)
+                self._stream_watch(rt, namespace, query, path)
                 return 0, None
             items, rv = store.list(
                 rt, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
             )
+            items, rv, token = page(items, rv, query, store.compacted_rv(rt))
             if rt.builtin:
                 # Items of a built-in list carry no apiVersion/kind on the wire; clients that
                 # need them must fill them in (custom resources keep theirs).
@@ -409,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {
                 "kind": f"{rt.kind}List",
                 "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": rv},
+                "metadata": {"resourceVersion": rv, **({"continue": token} if token else {})},
                 "items": items,
             }
         if method == "POST":
@@ -436,49 +465,3 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "MethodNotAllowed", "DELETE on a subresource")
             return 200, store.delete(rt, ns, name, body if isinstance(body, dict) else None)
         raise ApiError(405, "MethodNotAllowed", f"{method} not allowed")
-
-    def _stream_watch(self, rt: ResourceType, namespace: str | None, query: dict[str, str]) -> None:
-        store = self.kube.store
-        watcher = store.watch(
-            rt,
-            namespace,
-            query.get("resourceVersion", ""),
-            query.get("labelSelector", ""),
-            query.get("fieldSelector", ""),
-        )
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        timeout = float(query.get("timeoutSeconds") or 1800)
-        deadline = time.monotonic() + timeout
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        next_bookmark = time.monotonic() + self.kube.bookmark_interval
-        try:
-            while not self.kube._stopping.is_set():
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                wait = min(deadline, next_bookmark) - now
-                try:
-                    line = watcher.events.get(timeout=max(wait, 0.0))
-                except Exception:  # queue.Empty
-                    line = b""
-                if line is None:
-                    break
-                if not line:
-                    if bookmarks and time.monotonic() >= next_bookmark:
-                        self._chunk(store.bookmark_line(rt))
-                        next_bookmark = time.monotonic() + self.kube.bookmark_interval
-                    continue
-                self._chunk(line)
-            self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass
-        finally:
-            store.unwatch(watcher)
-            self.close_connection = True
-
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()

@@ -200,6 +200,7 @@ class Store:
         self._rv = 100
         self._history_limit = history_limit
         self._by_uid: dict[str, tuple[str, str, str]] = {}
+        self._removed_uids: set[str] = set()
         self._dependents: dict[str, set[tuple[str, str, str]]] = collections.defaultdict(set)
         self._gc_queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._gc_delay = gc_delay
@@ -271,6 +272,11 @@ class Store:
             for key in self._history:
                 self._history[key].clear()
                 self._compacted_rv[key] = self._rv
+
+    def compacted_rv(self, rt: ResourceType) -> int:
+        """Watches from, and list continuations taken at, an older resourceVersion get 410."""
+        with self._lock:
+            return self._compacted_rv[rt.key]
 
     # ---- reads ----------------------------------------------------------------------------
 
@@ -478,6 +484,13 @@ class Store:
             self._by_uid[meta["uid"]] = (rt.key, key[0], name)
             self._index_owners((rt.key, key[0], name), obj, None)
             self._emit(rt, "ADDED", obj)
+            # An owner deleted before its dependent was made (a controller acting on a stale
+            # cache): the real garbage collector looks absent owners up and deletes such
+            # dependents; so does this one. (Owners it never held are left alone: tests name
+            # made-up ones.)
+            for ref in meta.get("ownerReferences") or []:
+                if ref.get("uid") in self._removed_uids:
+                    self._gc_queue.put(ref["uid"])
             return copy.deepcopy(obj)
 
     def _current(self, rt: ResourceType, namespace: str, name: str) -> Obj:
@@ -731,6 +744,7 @@ class Store:
         obj = self._objects[rt.key].pop(key)
         uid = obj["metadata"]["uid"]
         self._by_uid.pop(uid, None)
+        self._removed_uids.add(uid)
         self._index_owners((rt.key, key[0], key[1]), None, obj)
         gone = copy.deepcopy(obj)
         gone["metadata"]["resourceVersion"] = self._next_rv()

@@ -1,0 +1,89 @@
+"""The shim while the API server is away, and while another replica takes its Lease."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from fakekube import FakeKube
+from shim.kube import Kube
+from shim.leader import LeaderElector, _micro_time
+from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+
+def _owner_uid(job: dict[str, Any]) -> str:
+    return job["metadata"]["ownerReferences"][0]["uid"]
+
+
+def test_an_api_server_away_for_seconds_is_waited_out_and_what_changed_is_reconciled(
+        cluster, shims, caplog):
+    shim = shims.start()
+    cluster.create_jobset(jobset("kept", rjob("workers", 2)))
+    cluster.create_jobset(jobset("again", rjob("workers", 1)))
+    wait_for(lambda: len(cluster.live_jobs("kept-")) == 2 and len(cluster.live_jobs("again-")) == 1,
+             what="jobs before the outage")
+    old_uid = cluster.jobset("again")["metadata"]["uid"]
+
+    # Every request answered 503 and every watch cut, as an API server restarting; meanwhile
+    # its store changes: a JobSet is deleted and made again under the same name (a new UID),
+    # another is created.
+    cluster.kube.add_fault("*", ".*", code=503)
+    cluster.store.drop_watches()
+    started = len(cluster.kube.reads())
+    cluster.store.delete(cluster.jobsets_rt, NS, "again", {"propagationPolicy": "Background"})
+    wait_for(lambda: not cluster.live_jobs("again-"), what="the old JobSet's jobs collected")
+    cluster.create_jobset(jobset("again", rjob("workers", 1)))
+    cluster.create_jobset(jobset("new", rjob("workers", 1)))
+    time.sleep(4.0)
+    # A backoff, not a loop: a few lists and watches a second at most across all informers.
+    assert len(cluster.kube.reads()) - started < 8 * len(shim.informers)
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) < 8 * len(shim.informers) + 40
+    cluster.kube.clear_faults()
+
+    wait_for(lambda: len(cluster.live_jobs("new-")) == 1, timeout=15, what="the new JobSet's job")
+    new_uid = cluster.jobset("again")["metadata"]["uid"]
+    assert new_uid != old_uid
+    wait_for(lambda: [_owner_uid(j) for j in cluster.live_jobs("again-")] == [new_uid],
+             timeout=10, what="the recreated JobSet's job, owned by the new UID")
+    assert len(cluster.live_jobs("kept-")) == 2
+
+
+def _elector(fake: FakeKube, identity: str, **kw: Any) -> LeaderElector:
+    configuration = client.Configuration()
+    configuration.host = fake.url
+    kube = Kube(client.ApiClient(configuration), request_timeout=5.0).for_leader_election()
+    return LeaderElector(kube, NS, "shim", identity, **kw)
+
+
+@pytest.mark.parametrize("holder", ["other-replica", ""])
+def test_a_lease_seen_held_by_another_stops_the_leader_at_once(holder):
+    with FakeKube() as fake:
+        lost: list[bool] = []
+        a = _elector(fake, "a", lease_duration=15.0, renew_deadline=10.0, retry_period=0.1,
+                     on_stopped_leading=lambda: lost.append(True))
+        a.start()
+        try:
+            wait_for(a.is_leader, what="a leads")
+            rt = fake.store.resource_for("coordination.k8s.io", "v1", "leases")
+
+            def hand_over(lease: dict[str, Any]) -> None:
+                # What another replica's acquire (or `kubectl edit`) writes.
+                lease["spec"].update(holderIdentity=holder, renewTime=_micro_time(),
+                                     leaseDurationSeconds=15)
+
+            fake.store.mutate(rt, NS, "shim", hand_over, False)
+            if holder:
+                # Another holder may write now: this replica must not, long before its own
+                # renew deadline (10 s) runs out.
+                wait_for(lambda: not a.is_leader(), timeout=1.0, what="a stops leading")
+                assert not lost
+            else:
+                # A Lease released to no one is free: the leader takes it back, never two.
+                time.sleep(0.5)
+                wait_for(a.is_leader, timeout=1.0, what="a leads again")
+        finally:
+            a.stop(release=False)
