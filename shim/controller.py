@@ -137,6 +137,14 @@ class Shim:
         self._stop.set()
         self.queue.shutdown()
 
+    def _not_leading(self, key: Key) -> None:
+        """A key met while not leading is kept for later, not dropped: leadership may come
+        back without being lost (a renewal that succeeded late, a Lease handed back), and a
+        dropped key waited for its JobSet's next event, which may never come. Lost for good,
+        the process exits and a new leader lists everything anyway."""
+        if not self._stop.is_set():
+            self.queue.add_after(key, self.config.retry_period)
+
     # ---- event handlers -------------------------------------------------------------------
 
     def ours(self, jobset: Obj) -> bool:
@@ -329,6 +337,7 @@ class Shim:
         try:
             requeue = self.reconcile(key)
         except NotLeader:
+            self._not_leading(key)
             return False
         except (PlanRefused, DecisionRefused) as exc:
             self.stats.errors += 1
@@ -378,6 +387,8 @@ class Shim:
             try:
                 if self.is_leader():
                     self.process(key)  # type: ignore[arg-type]
+                else:
+                    self._not_leading(key)  # type: ignore[arg-type]
             finally:
                 self.queue.done(key)
 

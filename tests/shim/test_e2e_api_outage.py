@@ -87,3 +87,32 @@ def test_a_lease_seen_held_by_another_stops_the_leader_at_once(holder):
                 wait_for(a.is_leader, timeout=1.0, what="a leads again")
         finally:
             a.stop(release=False)
+
+
+class _Leadership:
+    """An elector whose answer the test sets: leadership that goes and comes back without
+    being lost (a renewal that succeeded late, a Lease handed back)."""
+
+    def __init__(self) -> None:
+        self.leading = False
+
+    def is_leader(self) -> bool:
+        return self.leading
+
+    def stop(self, release: bool = True) -> None:
+        pass
+
+
+def test_a_jobset_met_while_not_leading_is_reconciled_once_leading_again(cluster, shims):
+    shim = shims.start(retry_period=0.2)
+    wait_for(lambda: len(shim._workers) == 2, what="the workers")
+    leadership = _Leadership()
+    shim.elector = leadership  # type: ignore[assignment]
+    cluster.create_jobset(jobset("waits", rjob("workers", 2)))
+    # The JobSet's one event is met while not leading, by the worker and by the applier alike.
+    time.sleep(1.0)
+    assert cluster.live_jobs("waits-") == []
+    leadership.leading = True
+    # No new event comes: the key was kept, not dropped.
+    wait_for(lambda: len(cluster.live_jobs("waits-")) == 2, timeout=10,
+             what="the jobs, once leading again")
