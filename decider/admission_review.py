@@ -162,6 +162,9 @@ def denied(uid: str, code: int, reason: str, message: str,
 def cause_type(message: str) -> str:
     """The field.ErrorType an apimachinery validator would have given this message."""
     lower = message.lower()
+    # The OpenAPI validator's type error (field.TypeInvalid; decider/core/admission/types.py).
+    if lower.startswith("invalid value: ") and " in body must be of type " in lower:
+        return "FieldValueTypeInvalid"
     for prefix, cause in (("required value", "FieldValueRequired"),
                           ("duplicate value", "FieldValueDuplicate"),
                           ("unsupported value", "FieldValueNotSupported"),

@@ -178,9 +178,12 @@ IMAGE = "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"
     ("1e2", '"busybox"', 0, None),
     ("1e0", '"busybox"', 0, None),
     ("2.0", '"busybox"', 0, None),
-    ("1.5", '"busybox"', 2, '"spec.replicatedJobs[0].replicas",\n      "message": "must be an '
-                            'integer"'),
-    ("1", "1e5", 2, f'"{IMAGE}",\n      "message": "must be a string"'),
+    ("1.5", '"busybox"', 2, '"spec.replicatedJobs[0].replicas",\n      "message": "Invalid value: '
+                            '\\"float64\\": spec.replicatedJobs[0].replicas in body must be of '
+                            'type int32: \\"float64\\""'),
+    # kubectl sends 1e5 as 100000, an integer to the API server.
+    ("1", "1e5", 2, f'"{IMAGE}",\n      "message": "Invalid value: \\"integer\\": {IMAGE} in body '
+                    'must be of type string: \\"integer\\""'),
     ("1", '"busybox"}', 2, "not valid YAML or JSON at line 1, column"),
 ], ids=["replicas-1e2", "replicas-1e0", "replicas-2.0", "replicas-fraction", "image-number",
         "malformed"])

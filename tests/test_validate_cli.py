@@ -69,6 +69,49 @@ def test_invalid_jobset_exits_2_with_field_errors(via_server: bool,
         result["errors"], result["errors"]
 
 
+SLEEPY = """\
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: sleepy
+spec:
+  replicatedJobs:
+  - name: w
+    template:
+      spec:
+        template:
+          spec:
+            hostNetwork: "yes"
+            containers:
+            - name: m
+              image: busybox
+              command: sleep 10
+"""
+
+
+@pytest.mark.parametrize("via_server", [False, True], ids=["in-process", "grpc"])
+def test_a_wrong_type_deep_in_the_pod_template_is_refused(tmp_path: Path, via_server: bool,
+                                                          server: BackgroundServer) -> None:
+    """What the API server's schema would refuse when the object is stored, `validate` says
+    before `kubectl apply`, in the API server's words."""
+    (tmp_path / "sleepy.yaml").write_text(SLEEPY)
+    args = ["validate", "-f", str(tmp_path / "sleepy.yaml")]
+    out = decider(*args + (["--server", server.target] if via_server else []))
+    assert out.returncode == 2, out.stderr
+    pod = "spec.replicatedJobs[0].template.spec.template.spec"
+    assert json.loads(out.stdout) == {"valid": False, "errors": [
+        {"field": f"{pod}.hostNetwork",
+         "message": f'Invalid value: "string": {pod}.hostNetwork in body must be of type '
+                    'boolean: "string"'},
+        {"field": f"{pod}.containers[0].command",
+         "message": f'Invalid value: "string": {pod}.containers[0].command in body must be of '
+                    'type array: "string"'},
+        {"field": "<nil>",
+         "message": "Invalid value: null: some validation rules were not checked because the "
+                    "object was invalid; correct the existing errors to complete validation"},
+    ]}
+
+
 def test_update_of_immutable_field_is_rejected(tmp_path: Path) -> None:
     old = _minimal()
     new = _minimal()

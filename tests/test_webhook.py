@@ -325,6 +325,8 @@ def test_cause_types_follow_apimachinery():
     assert ar.cause_type('unsupported value "X": supported values: "A"') == \
         "FieldValueNotSupported"
     assert ar.cause_type("field is immutable") == "FieldValueInvalid"
+    assert ar.cause_type('Invalid value: "string": spec.x in body must be of type array: '
+                         '"string"') == "FieldValueTypeInvalid"
 
 
 def test_json_patch_escapes_keys_and_keeps_json_types():

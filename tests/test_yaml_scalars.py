@@ -283,7 +283,7 @@ def test_cli_refuses_a_base_60_replicas_kubectl_reads_as_text(tmp_path: Path) ->
     assert out.returncode == 2
     errors = json.loads(out.stdout)["errors"]
     assert errors[0]["field"] == "spec.replicatedJobs[0].replicas"
-    assert "must be an integer" in errors[0]["message"]
+    assert 'in body must be of type integer: "string"' in errors[0]["message"]
 
 
 @pytest.mark.parametrize("label", ["y", "N", "on", "Off", "yes"])

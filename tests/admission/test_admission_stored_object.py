@@ -112,12 +112,21 @@ QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numk
     [
         pytest.param(4, [], id="crd/integer-accepted-as-is"),
         pytest.param("1.5Gi", [], id="crd/string-matching-the-pattern"),
-        pytest.param("four", ["{p} in body should match '" + QUANTITY_PATTERN + "'"],
+        pytest.param("four", [("{p}", "{p} in body should match '" + QUANTITY_PATTERN + "'")],
                      id="crd/string-against-the-quantity-pattern"),
-        pytest.param(1.5, ["must be an integer or a string"], id="crd/int-or-string-type"),
+        # x-kubernetes-int-or-string: the types integer,string and the CRD's anyOf.
+        pytest.param(1.5, [
+            ("{p}", 'Invalid value: "number": {p} in body must be of type integer,string: '
+                    '"number"'),
+            ("<nil>", 'Invalid value: "": "{p}" must validate at least one schema (anyOf)'),
+            ("{p}", 'Invalid value: "number": {p} in body must be of type integer: "number"'),
+            ("<nil>", "Invalid value: null: some validation rules were not checked because the "
+                      "object was invalid; correct the existing errors to complete validation"),
+        ], id="crd/int-or-string-type"),
     ],
 )
-def test_update_checks_quantities_against_the_crd(value: Any, errors: list[str]) -> None:
+def test_update_checks_quantities_against_the_crd(value: Any,
+                                                  errors: list[tuple[str, str]]) -> None:
     # No mutating webhook on update: the CRD's schema alone judges a quantity.
     old = default_jobset(jobset(suspend=True))
     new = default_jobset(jobset(suspend=True))
@@ -125,4 +134,4 @@ def test_update_checks_quantities_against_the_crd(value: Any, errors: list[str])
     put(path, value)(new)
     put(path, value)(old)
     got = [(e.field, e.message) for e in validate_update(new, old)]
-    assert got == [(path, m.format(p=path)) for m in errors]
+    assert got == [(f.format(p=path), m.format(p=path)) for f, m in errors]

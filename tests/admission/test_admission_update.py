@@ -137,7 +137,7 @@ ERROR_ROWS = [
         put("spec.replicatedJobs[1].replicas", "3"),
         None,
         "spec.replicatedJobs[1].replicas",
-        "must be an integer",
+        'spec.replicatedJobs[1].replicas in body must be of type integer: "string"',
         id="schema/replicas-type-on-update",
     ),
     pytest.param(

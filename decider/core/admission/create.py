@@ -14,7 +14,7 @@ from typing import Any
 
 from decider.core import constants as c
 from decider.core.admission import _constants as limits
-from decider.core.admission import cel, crd, independent, k8s_names, policies
+from decider.core.admission import cel, crd, independent, k8s_names, policies, types
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -247,9 +247,13 @@ def validate_create(
         defaulted = default_jobset(obj)
         spec = as_dict(defaulted).get("spec")
         errs = crd.quantity_errors(spec)
-        errs.extend(schema_errors(defaulted))
+        # A quantity the webhook cannot decode is refused there, before the schema sees it.
+        errs.extend(schema_errors(defaulted, skip={e.field for e in errs}))
         errs.extend(rjob_name_errors(spec))
-        errs.extend(cel.spec_rule_errors(spec))
+        if types.blocks_cel(errs):
+            errs.append(types.CEL_SKIPPED)
+        else:
+            errs.extend(cel.spec_rule_errors(spec))
         if errs:
             return errs
         gates = gate_values(feature_gates, c.GATE_DEFAULTS)

@@ -55,8 +55,10 @@ DELIBERATE_DIFFERENCES: list[tuple[str, str]] = [
         "asks for field validation Ignore or Warn; kubectl's default is Strict.",
     ),
     (
-        "Structural (type) errors use short messages such as 'must be an integer' instead of "
-        "the OpenAPI validator's or the webhook's JSON decoding error.",
-        "Same verdict, clearer text; upstream would reject these objects too.",
+        "A wrong type in the spec gets the OpenAPI validator's error (the API server's on "
+        "update) on create too, where upstream's mutating webhook refuses it first with Go's "
+        "JSON decoding error; type errors in metadata use short messages such as 'must be a "
+        "string'.",
+        "Same verdict; the schema's text names the field's path, the decoder's does not.",
     ),
 ]

@@ -2,26 +2,28 @@
 enums, minimums, maxItems, list-map keys and list-set items; plus the type meta and object meta
 checks the API server applies to every custom resource.
 
-The embedded batch/v1 Job template is type-checked only where JobSet itself reads it (counts,
-completion mode, pod metadata, scheduling fields, volumes and mounts), and walked down to every
-list the CRD marks x-kubernetes-list-type map or set: the API server enforces those lists'
-uniqueness on the JobSet itself (apiextensions' listtype validation), so a duplicate there is
-refused at admission, not when the Job is created. The rest is the Job API's business. Which
-fields exist at all, down to the last pod field, is crd.py's (strict decoding), from the full
-schema generated from upstream's CRD.
+The spec's JSON types are checked at every level, pod templates included, by types.py with the
+API server's wording; the nodes here model the embedded batch/v1 Job template only where JobSet
+itself reads it (counts, completion mode, pod metadata, scheduling fields, volumes and mounts),
+and down to every list the CRD marks x-kubernetes-list-type map or set: the API server enforces
+those lists' uniqueness on the JobSet itself (apiextensions' listtype validation), so a
+duplicate there is refused at admission, not when the Job is created. The rules of the Job's
+other values are the Job API's business. Which fields exist at all, down to the last pod
+field, is crd.py's (strict decoding), from the full schema generated from upstream's CRD.
 
 Messages follow apimachinery's wording where it has one ("Required value", "must have at most
-5 items", `unsupported value "X": supported values: ...`); type errors say what was expected.
+5 items", `unsupported value "X": supported values: ...`); the type errors of this module's
+nodes say what was expected, and are reported only for metadata (types.py has the spec's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from decider.core import constants as c
-from decider.core.admission import k8s_names
+from decider.core.admission import k8s_names, types
 from decider.core.admission._util import (
     INT32_MAX,
     INT32_MIN,
@@ -83,6 +85,7 @@ _TYPE_MESSAGES: dict[type, str] = {
     Obj: "must be an object",
     Arr: "must be a list",
 }
+_TYPE_TEXTS = frozenset(_TYPE_MESSAGES.values())
 
 
 def unsupported(value: str, allowed: tuple[str, ...]) -> str:
@@ -452,11 +455,17 @@ def _object_meta_errors(meta: Any) -> list[FieldError]:
     return errs
 
 
-def schema_errors(obj: Any) -> list[FieldError]:
-    """Structural errors of a whole JobSet object (expected already defaulted)."""
+def schema_errors(obj: Any, skip: Collection[str] = ()) -> list[FieldError]:
+    """Structural errors of a whole JobSet object (expected already defaulted). The spec's
+    types are the full schema's (types.py, the API server's wording), so this module's own
+    type messages are dropped there; skip: paths another check already refused."""
     if not isinstance(obj, dict):
         return [FieldError("", "a JobSet must be a JSON object")]
     errs = _type_meta_errors(obj)
     errs.extend(_object_meta_errors(obj.get("metadata")))
-    _check(obj.get("spec"), SPEC, "spec", errs)
+    spec = obj.get("spec")
+    errs.extend(types.type_errors(spec, skip))
+    spec_errs: list[FieldError] = []
+    _check(spec, SPEC, "spec", spec_errs)
+    errs.extend(e for e in spec_errs if e.message not in _TYPE_TEXTS)
     return errs

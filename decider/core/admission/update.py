@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from decider.core import constants as c
-from decider.core.admission import cel, crd, independent
+from decider.core.admission import cel, crd, independent, types
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -194,8 +194,11 @@ def validate_update(
         errs = crd.quantity_pattern_errors(new_spec)
         errs.extend(schema_errors(new_d))
         errs.extend(rjob_name_errors(new_spec))
-        errs.extend(cel.spec_rule_errors(new_spec))
-        errs.extend(cel.transition_rule_errors(new_spec, as_dict(old_d).get("spec")))
+        if types.blocks_cel(errs):
+            errs.append(types.CEL_SKIPPED)
+        else:
+            errs.extend(cel.spec_rule_errors(new_spec))
+            errs.extend(cel.transition_rule_errors(new_spec, as_dict(old_d).get("spec")))
         if errs:
             return errs
         gates = gate_values(feature_gates, c.GATE_DEFAULTS)
