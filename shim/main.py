@@ -135,10 +135,12 @@ def build(cfg: Config, tel: Telemetry | None = None,
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, cfg.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = getattr(logging, cfg.log_level.upper(), logging.INFO)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level > logging.DEBUG:
+        # urllib3 warns of each of its own connection retries (three in a millisecond against a
+        # closed port), in several lines each; what finally fails is the shim's to say, once.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     try:
         return _start(cfg)
     except StartupError as exc:

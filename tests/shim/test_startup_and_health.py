@@ -75,6 +75,8 @@ def test_options_the_decider_takes_go_on_to_the_cluster(decider: Any, tmp_path: 
                          text=True, cwd=ROOT, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
     assert _one_line_exit_2(out).startswith("decider-shim: cannot reach the API server at ")
+    # urllib3 had warned of each of its own three connection retries first.
+    assert "Retrying" not in out.stderr, out.stderr
 
 
 def _unreachable_kubeconfig(tmp_path: Path) -> str:
