@@ -6,12 +6,17 @@ decider's version; `decider replay` decides every line again. Writing never bloc
 decision: lines go through a bounded queue to a writer thread, and a full queue or a failed write
 (a full disk) drops the line, counted in `decider.decision_log.dropped`. A failing destination is
 reported at once, then at most once a minute with what was lost since, and when it works again.
+A file that is moved or deleted under the log (logrotate's default: rename, then a new file) is
+noticed within a second and the path opened again, as Python's WatchedFileHandler does: kept
+open, every later line would go to the rotated file, or to no file at all once it is deleted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import queue
 import sys
 import threading
@@ -24,6 +29,8 @@ log = logging.getLogger("decider.decision_log")
 DEFAULT_QUEUE = 4096
 # A full disk fails every line: one ERROR per line would flood the log it shares a disk with.
 REPORT_SECONDS = 60.0
+# How often a file log checks that its path is still the file it writes (a stat call).
+REOPEN_CHECK_SECONDS = 1.0
 _STOP = object()
 
 
@@ -47,6 +54,9 @@ class DecisionLog:
         # Write failures: lines lost since the last report, and when that report was.
         self._failed = 0
         self._reported_at: float | None = None
+        # Only a path this log opened can be rotated under it.
+        self._watch_path = stream is None and target != "-"
+        self._checked_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
         self._thread.start()
 
@@ -67,6 +77,8 @@ class DecisionLog:
             if item is _STOP:
                 return
             try:
+                if self._watch_path:
+                    self._reopen_if_moved()
                 self._out.write(item)
                 self._out.write("\n")
                 if self._queue.empty():
@@ -81,6 +93,29 @@ class DecisionLog:
                 log.warning("decision log %s: writing again; %d line(s) dropped since the last "
                             "report", self.target, self._failed)
                 self._failed, self._reported_at = 0, None
+
+    def _reopen_if_moved(self) -> None:
+        """Open the path again when it no longer names the open file (rotated or deleted);
+        checked at most every REOPEN_CHECK_SECONDS. OSError when it cannot be opened."""
+        now = time.monotonic()
+        if now - self._checked_at < REOPEN_CHECK_SECONDS:
+            return
+        self._checked_at = now
+        try:
+            on_disk = os.stat(self.target)
+            current = os.fstat(self._out.fileno())
+            if (on_disk.st_dev, on_disk.st_ino) == (current.st_dev, current.st_ino):
+                return
+        except FileNotFoundError:
+            pass
+        except ValueError:  # closed after a failure: open it again
+            pass
+        old, self._out = self._out, open(self.target, "a", encoding="utf-8")  # noqa: SIM115
+        # A close that fails loses only the old file's last buffered lines.
+        with contextlib.suppress(OSError, ValueError):
+            old.close()
+        log.info("decision log %s: the file was moved or deleted; writing to a new one",
+                 self.target)
 
     def _write_failed(self, exc: Exception) -> None:
         self._failed += 1

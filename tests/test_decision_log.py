@@ -18,6 +18,7 @@ import pytest
 import yaml
 from properties.strategies import to_request
 
+from decider import decision_log
 from decider.core.model import Observed
 from decider.decision_log import DecisionLog
 from decider.server import BackgroundServer
@@ -183,3 +184,38 @@ def test_a_full_disk_is_counted_and_reported_once_not_per_line(caplog) -> None:
     log.close()
     (again,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert "writing again; 99 line(s) dropped since the last report" in again.getMessage()
+
+
+def _wait_written(log: DecisionLog, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while log.written < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log.written == n
+
+
+@pytest.mark.parametrize("rotate", ["rename", "delete", "rename-and-create"],
+                         ids=["logrotate-create-later", "deleted", "logrotate-default"])
+def test_a_rotated_file_is_opened_again_so_no_line_goes_to_the_old_one(
+        tmp_path: Path, monkeypatch, rotate: str) -> None:
+    # Kept open, every line after a logrotate went to the renamed file (then compressed and
+    # deleted: lost, its disk space never freed).
+    monkeypatch.setattr(decision_log, "REOPEN_CHECK_SECONDS", 0.0)
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(str(path))
+    log.submit('{"n": 1}')
+    _wait_written(log, 1)
+    log.submit('{"n": 2}')  # flushed once the queue is empty
+    _wait_written(log, 2)
+    rotated = tmp_path / "decisions.jsonl.1"
+    if rotate == "delete":
+        path.unlink()
+    else:
+        path.rename(rotated)
+        if rotate == "rename-and-create":
+            path.write_text("")
+    log.submit('{"n": 3}')
+    _wait_written(log, 3)
+    log.close()
+    assert path.read_text() == '{"n": 3}\n'
+    if rotate != "delete":
+        assert rotated.read_text() == '{"n": 1}\n{"n": 2}\n'
