@@ -243,9 +243,15 @@ class _Context:
         if a.name and a.name != meta["name"]:
             raise Broken("name", f"the action names {q(a.name)}, the manifest {q(meta['name'])}")
         if kind == "PersistentVolumeClaim":
-            content.pvc(obj, self.jobset)
-            # A retained claim (whenDeleted: Retain) outlives the JobSet: it has no owner at all.
-            if obj["metadata"].get("ownerReferences"):
+            # A retained claim (whenDeleted: Retain) outlives the JobSet: it has no owner at
+            # all, or the garbage collector would delete the data with the JobSet. Any other
+            # is the JobSet's, or it would outlive it.
+            if content.pvc(obj, self.jobset):
+                if obj["metadata"].get("ownerReferences"):
+                    raise Broken("pvc", f"PVC {q(meta['name'])} is retained (whenDeleted: "
+                                        "Retain) but has owner references: the garbage "
+                                        "collector would delete it with the JobSet")
+            else:
                 self._owners(obj, kind)
         else:
             self._owners(obj, kind)

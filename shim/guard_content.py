@@ -75,10 +75,12 @@ def q(value: Any) -> str:
     return clip(repr(value))
 
 
-def pvc(obj: Obj, jobset: Obj) -> None:
-    """A PVC is one of the JobSet's volumeClaimPolicies, with its template's spec."""
+def pvc(obj: Obj, jobset: Obj) -> bool:
+    """A PVC is one of the JobSet's volumeClaimPolicies, with its template's spec; returns
+    whether its policy retains it (whenDeleted: Retain), so that it must have no owner."""
     js_name = _dig(jobset, "metadata").get("name", "")
-    templates = {f"{name}-{js_name}": t.get("spec") or {} for name, t in _claim_templates(jobset)}
+    templates = {f"{name}-{js_name}": (t.get("spec") or {}, retain)
+                 for name, t, retain in _claim_templates(jobset)}
     name = obj["metadata"]["name"]
     if name not in templates:
         raise Broken(
@@ -86,8 +88,10 @@ def pvc(obj: Obj, jobset: Obj) -> None:
             f"PVC {q(name)} is not one of the JobSet's volumeClaimPolicies "
             f"({', '.join(sorted(templates)) or 'none'})",
         )
-    if (obj.get("spec") or {}) != templates[name]:
+    spec, retain = templates[name]
+    if (obj.get("spec") or {}) != spec:
         raise Broken("pvc", f"PVC {q(name)} has a spec other than its template's")
+    return retain
 
 
 def service(obj: Obj) -> None:
@@ -123,7 +127,7 @@ def pod_template(job: Obj, jobset: Obj) -> None:
                 f"says {q(want.get(field))}",
             )
     allowed = [v for v in want.get("volumes") or [] if isinstance(v, dict)]
-    claims = {name for name, _ in _claim_templates(jobset)}
+    claims = {name for name, _, _ in _claim_templates(jobset)}
     for volume in have.get("volumes") or []:
         if not isinstance(volume, dict):
             raise Broken("pod-template", "the pod has a volume that is not an object")
@@ -253,15 +257,20 @@ def _replicated_jobs(jobset: Obj) -> list[Obj]:
     return [r for r in rjobs if isinstance(r, dict)] if isinstance(rjobs, list) else []
 
 
-def _claim_templates(jobset: Obj) -> list[tuple[str, Obj]]:
-    out: list[tuple[str, Obj]] = []
+def _claim_templates(jobset: Obj) -> list[tuple[str, Obj, bool]]:
+    """(template name, template, retained) for every claim template of the JobSet."""
+    out: list[tuple[str, Obj, bool]] = []
     policies = _dig(jobset, "spec").get("volumeClaimPolicies")
     for policy in policies if isinstance(policies, list) else ():
-        templates = policy.get("templates") if isinstance(policy, dict) else None
+        if not isinstance(policy, dict):
+            continue
+        # Delete is the CRD's default, as the decider reads it.
+        retain = _dig(policy, "retentionPolicy").get("whenDeleted", "Delete") == "Retain"
+        templates = policy.get("templates")
         for t in templates if isinstance(templates, list) else ():
             name = _dig(t, "metadata").get("name")
             if isinstance(name, str) and name:
-                out.append((name, t))
+                out.append((name, t, retain))
     return out
 
 

@@ -6,7 +6,9 @@
 - `add_after` schedules a key (requeueAfter), keeping the earliest due time; `cancel_after`
   drops a schedule that is no longer needed.
 - `add_rate_limited` requeues a failed key with per-key exponential backoff; `forget` resets it.
-  A caller may pass its own base and cap for failures that call for a slower retry.
+  A caller may pass its own base and cap for failures that call for a slower retry; each
+  schedule counts its own failures, so four quick retries of a decider restarting (5 ms base)
+  do not make a key's first refusal (30 s base) wait 2^4 times its base.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ class WorkQueue:
         self._waiting: dict[Hashable, float] = {}
         self._heap: list[tuple[float, int, Hashable]] = []
         self._seq = 0
-        self._failures: dict[Hashable, int] = {}
+        # Failures so far, per key and per schedule (base, cap).
+        self._failures: dict[Hashable, dict[tuple[float, float], int]] = {}
         self._base = base_delay
         self._max = max_delay
         self._shutdown = False
@@ -74,12 +77,14 @@ class WorkQueue:
     def add_rate_limited(
         self, key: Hashable, base: float | None = None, cap: float | None = None
     ) -> float:
-        """Requeue after base * 2^(failures so far), at most cap; returns the delay."""
-        with self._cond:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
+        """Requeue after base * 2^(failures so far on this schedule), at most cap; returns
+        the delay."""
         base = self._base if base is None else base
         cap = self._max if cap is None else cap
+        with self._cond:
+            counts = self._failures.setdefault(key, {})
+            failures = counts.get((base, cap), 0)
+            counts[(base, cap)] = failures + 1
         delay = min(base * (2 ** min(failures, 64)), cap)
         self.add_after(key, delay)
         return delay
@@ -89,8 +94,9 @@ class WorkQueue:
             self._failures.pop(key, None)
 
     def failures(self, key: Hashable) -> int:
+        """Failures since the key's last success, on every schedule."""
         with self._cond:
-            return self._failures.get(key, 0)
+            return sum(self._failures.get(key, {}).values())
 
     def due_in(self, key: Hashable) -> float | None:
         """Seconds until a delayed key is queued, None if it is not waiting."""

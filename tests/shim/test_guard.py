@@ -301,6 +301,23 @@ def _manifest(t: int, change: Callable[[Obj], Any]) -> pb.DecideResponse:
     return _action(FIRST, t, object_json=json.dumps(obj))
 
 
+def _claim(prefix: str, change: Callable[[Obj], Any]) -> pb.DecideResponse:
+    """FIRST with the manifest of its CreatePVC of the claim template `prefix` changed."""
+    out = pb.DecideResponse()
+    out.CopyFrom(FIRST)
+    (a,) = [a for a in out.actions if a.type == PVC and a.name.startswith(prefix + "-")]
+    obj = json.loads(a.object_json)
+    change(obj)
+    a.object_json = json.dumps(obj)
+    return out
+
+
+def _owned_by_the_jobset(obj: Obj) -> None:
+    data = json.loads(next(a.object_json for a in FIRST.actions
+                           if a.type == PVC and a.name.startswith("data-")))
+    obj["metadata"]["ownerReferences"] = data["metadata"]["ownerReferences"]
+
+
 def _pod(change: Callable[[Obj], Any]) -> pb.DecideResponse:
     return _manifest(pb.ACTION_TYPE_CREATE_JOB, lambda o: change(o["spec"]["template"]["spec"]))
 
@@ -539,6 +556,11 @@ REFUSED = [
         "pvc",
         id="pvc-bound-to-a-chosen-volume",
     ),
+    # A retained claim the JobSet owned would be deleted with it by the garbage collector.
+    pytest.param(_claim("keep", _owned_by_the_jobset), "pvc", id="pvc-retained-with-an-owner"),
+    # One the JobSet should own, without an owner, would outlive it.
+    pytest.param(_claim("data", lambda o: o["metadata"].pop("ownerReferences")), "owner",
+                 id="pvc-deleted-with-the-jobset-without-an-owner"),
     # controlled
     pytest.param(
         _on_job(DELETE, name="other-0", uid="uid-other"), "controlled", id="controlled-foreign"

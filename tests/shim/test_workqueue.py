@@ -95,18 +95,29 @@ def test_shutdown_wakes_waiting_workers():
     assert got == [None]
 
 
-def test_a_slow_backoff_shares_the_failure_count_and_is_visible_as_due_in():
+def test_a_slow_backoff_counts_its_own_failures_and_is_visible_as_due_in():
     q = WorkQueue(base_delay=0.005, max_delay=300.0)
     assert q.due_in("a") is None
+    # Quick retries first (a decider restarting): the first refusal still waits its base, not
+    # 30 s x 2^4 (docs/shim.md: "30 s, doubling to 10 min").
+    quick = WorkQueue(base_delay=0.005, max_delay=300.0)
+    assert [quick.add_rate_limited("x") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert quick.add_rate_limited("x", 30.0, 600.0) == 30.0
+    assert quick.add_rate_limited("x") == 0.08
+    assert quick.failures("x") == 6
     assert q.add_rate_limited("a", 30.0, 600.0) == 30.0
     assert 29.0 < q.due_in("a") <= 30.0
     assert q.add_rate_limited("a", 30.0, 600.0) == 60.0
     for _ in range(10):
         q.add_rate_limited("a", 30.0, 600.0)
     assert q.add_rate_limited("a", 30.0, 600.0) == 600.0  # capped
-    # The count is shared (13 failures so far); the default schedule keeps its own base.
-    assert q.add_rate_limited("a") == 0.005 * 2**13
+    # The default schedule has its own count and base.
+    assert q.add_rate_limited("a") == 0.005
+    assert q.get(0.5) == "a"
+    q.done("a")
     q.forget("a")
+    assert q.failures("a") == 0
+    assert q.add_rate_limited("a", 30.0, 600.0) == 30.0
     assert q.add_rate_limited("b") == 0.005
     assert q.get(0.5) == "b"
 
