@@ -42,7 +42,8 @@ def _port(flag: str, value: int) -> None:
 def server_config(args: argparse.Namespace) -> Any:
     """The `serve` flags as a ServerConfig; UsageError naming the flag for a bad value."""
     from decider.limits import Limits
-    from decider.server import ServerConfig, TLSFiles
+    from decider.server import ServerConfig
+    from decider.tls_files import TLSFileError, TLSFiles
 
     tls = None
     if args.tls_cert_file or args.tls_key_file or args.tls_client_ca_file:
@@ -50,10 +51,19 @@ def server_config(args: argparse.Namespace) -> Any:
             raise UsageError("--tls-cert-file and --tls-key-file go together"
                              + (" (--tls-client-ca-file needs both)"
                                 if args.tls_client_ca_file else ""))
-        tls = TLSFiles(cert=_read_pem(args.tls_cert_file, "--tls-cert-file"),
-                       key=_read_pem(args.tls_key_file, "--tls-key-file"),
-                       client_ca=_read_pem(args.tls_client_ca_file, "--tls-client-ca-file")
-                       if args.tls_client_ca_file else None)
+        for flag, path in (("--tls-cert-file", args.tls_cert_file),
+                           ("--tls-key-file", args.tls_key_file),
+                           ("--tls-client-ca-file", args.tls_client_ca_file)):
+            if path:
+                _read_pem(path, flag)
+        # The paths, not their bytes: the server reads them again when they change.
+        tls = TLSFiles(cert_file=args.tls_cert_file, key_file=args.tls_key_file,
+                       client_ca_file=args.tls_client_ca_file)
+        try:
+            tls.paths().load()
+        except TLSFileError as exc:
+            raise UsageError(f"--tls-cert-file/--tls-key-file/--tls-client-ca-file: "
+                             f"{exc}") from None
     positive = {"--max-message-bytes": args.max_message_bytes,
                 "--max-object-bytes": args.max_object_bytes,
                 "--max-replicated-jobs": args.max_replicated_jobs,

@@ -32,6 +32,7 @@ from decider.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED,
 from decider.limits import Limits
 from decider.pool import DEFAULT_KILL_GRACE_SECONDS, Busy, Overrun, WorkerLost, WorkerPool
 from decider.rpc_telemetry import RpcTelemetry
+from decider.tls_files import TLSFiles
 from decider.v1 import decider_pb2 as pb
 from decider_client import telemetry as otel
 
@@ -71,19 +72,6 @@ def available_cpus() -> int:
     except (OSError, ValueError):
         pass
     return max(1, cpus)
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    cert: bytes
-    key: bytes
-    # Set: clients must present a certificate signed by this CA (mutual TLS).
-    client_ca: bytes | None = None
-
-    def credentials(self) -> grpc.ServerCredentials:
-        return grpc.ssl_server_credentials([(self.key, self.cert)],
-                                           root_certificates=self.client_ca,
-                                           require_client_auth=self.client_ca is not None)
 
 
 @dataclass(frozen=True)

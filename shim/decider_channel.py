@@ -20,6 +20,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from decider_client import DeciderClient, observe
 from decider_client.pem import read_pem
+from decider_client.tls_channel import Channels
+from decider_client.tls_files import TLSFileError, TLSPaths
 from shim.config import Config
 
 ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
@@ -59,36 +61,43 @@ def _read(path: str, flag: str) -> bytes | None:
         raise ChannelError(f"{flag} {path}: {exc}") from None
 
 
-def credentials(cfg: Config) -> grpc.ChannelCredentials | None:
+def tls_files(cfg: Config) -> TLSPaths | None:
+    """The --decider-*-file paths, checked now (ChannelError naming the flag); the channels
+    read them again when they change, so a renewed certificate needs no restart."""
     if not cfg.decider_tls:
         return None
-    return grpc.ssl_channel_credentials(
-        root_certificates=_read(cfg.decider_ca_file, "--decider-ca-file"),
-        private_key=_read(cfg.decider_key_file, "--decider-key-file"),
-        certificate_chain=_read(cfg.decider_cert_file, "--decider-cert-file"),
-    )
+    _read(cfg.decider_ca_file, "--decider-ca-file")
+    _read(cfg.decider_key_file, "--decider-key-file")
+    _read(cfg.decider_cert_file, "--decider-cert-file")
+    paths = TLSPaths(cert_file=cfg.decider_cert_file, key_file=cfg.decider_key_file,
+                     ca_file=cfg.decider_ca_file)
+    try:
+        paths.load()
+    except TLSFileError as exc:
+        raise ChannelError(f"--decider-ca-file/--decider-cert-file/--decider-key-file: "
+                           f"{exc}") from None
+    return paths
 
 
 def client(cfg: Config) -> DeciderClient:
     return DeciderClient(target(cfg.decider_address), timeout=cfg.decider_timeout,
-                         credentials=credentials(cfg), options=options(cfg))
+                         options=options(cfg), tls=tls_files(cfg))
 
 
 def health_check(cfg: Config, timeout: float = 2.0) -> Callable[[], str]:
     """A function that asks the decider's gRPC health service: "" when it serves, else why not.
 
-    A channel of its own, like the decider client's, so a probe never queues behind decisions.
+    A channel of its own, like the decider client's, so a probe never queues behind decisions;
+    its TLS follows the files as the client's does.
     """
-    creds = credentials(cfg)
-    addr = target(cfg.decider_address)
-    channel = (grpc.secure_channel(addr, creds, options(cfg)) if creds
-               else grpc.insecure_channel(addr, options(cfg)))
-    stub = health_pb2_grpc.HealthStub(channel)
+    channels = Channels(target(cfg.decider_address), health_pb2_grpc.HealthStub,
+                        options=options(cfg), tls=tls_files(cfg))
 
     def check() -> str:
         try:
-            answer = stub.Check(health_pb2.HealthCheckRequest(service=DECIDER_SERVICE),
-                                timeout=timeout)
+            with channels.stub() as stub:
+                answer = stub.Check(health_pb2.HealthCheckRequest(service=DECIDER_SERVICE),
+                                    timeout=timeout)
         except grpc.RpcError as exc:
             return f"decider {cfg.decider_address}: {exc.code().name}"
         if answer.status != health_pb2.HealthCheckResponse.SERVING:

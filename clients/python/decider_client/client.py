@@ -9,6 +9,8 @@ import grpc
 
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client.tls_channel import Channels
+from decider_client.tls_files import TLSPaths
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -16,19 +18,22 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 class DeciderClient:
     """Blocking client of the Decider service.
 
-    `target` is a gRPC target ("localhost:50051", "dns:///decider.svc:50051"); pass
-    `credentials` (grpc.ssl_channel_credentials(...)) for TLS, otherwise the channel is plaintext.
+    `target` is a gRPC target ("localhost:50051", "dns:///decider.svc:50051"). For TLS pass
+    `tls` (TLSPaths: the CA, certificate and key files, read again when they change, for new
+    connections) or `credentials` (grpc.ssl_channel_credentials(...), fixed); otherwise the
+    channel is plaintext.
     """
 
     def __init__(self, target: str, *, timeout: float = 5.0,
                  credentials: grpc.ChannelCredentials | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 options: Sequence[tuple[str, Any]] = ()) -> None:
+                 options: Sequence[tuple[str, Any]] = (), tls: TLSPaths | None = None,
+                 tls_check_seconds: float | None = None) -> None:
         opts = [("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes), *options]
-        self._channel = (grpc.secure_channel(target, credentials, opts) if credentials
-                         else grpc.insecure_channel(target, opts))
-        self._stub = pb_grpc.DeciderStub(self._channel)
+        self._channels = Channels(target, pb_grpc.DeciderStub, options=opts,
+                                  credentials=credentials, tls=tls,
+                                  check_seconds=tls_check_seconds)
         self.timeout = timeout
 
     def _timeout(self, timeout: float | None) -> float:
@@ -38,26 +43,31 @@ class DeciderClient:
 
     def decide(self, request: pb.DecideRequest, *, timeout: float | None = None,
                metadata: Sequence[tuple[str, str]] | None = None) -> pb.DecideResponse:
-        return self._stub.Decide(request, timeout=self._timeout(timeout), metadata=metadata)
+        with self._channels.stub() as stub:
+            return stub.Decide(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def validate(self, request: pb.ValidateRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.ValidateResponse:
-        return self._stub.Validate(request, timeout=self._timeout(timeout), metadata=metadata)
+        with self._channels.stub() as stub:
+            return stub.Validate(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def plan_gang(self, request: pb.PlanGangRequest, *, timeout: float | None = None,
                   metadata: Sequence[tuple[str, str]] | None = None) -> pb.PlanGangResponse:
-        return self._stub.PlanGang(request, timeout=self._timeout(timeout), metadata=metadata)
+        with self._channels.stub() as stub:
+            return stub.PlanGang(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def pod_sets(self, request: pb.PodSetsRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.PodSetsResponse:
-        return self._stub.PodSets(request, timeout=self._timeout(timeout), metadata=metadata)
+        with self._channels.stub() as stub:
+            return stub.PodSets(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def simulate(self, request: pb.SimulateRequest, *, timeout: float | None = None,
                  metadata: Sequence[tuple[str, str]] | None = None) -> pb.SimulateResponse:
-        return self._stub.Simulate(request, timeout=self._timeout(timeout), metadata=metadata)
+        with self._channels.stub() as stub:
+            return stub.Simulate(request, timeout=self._timeout(timeout), metadata=metadata)
 
     def close(self) -> None:
-        self._channel.close()
+        self._channels.close()
 
     def __enter__(self) -> DeciderClient:
         return self
