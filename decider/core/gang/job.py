@@ -414,8 +414,12 @@ def _keep(plan: GangPlan, rendered: Any, group: Group, *, with_patch: bool) -> G
     plan.groups = [group]
     if with_patch:
         plan.pod_template_patches.update(rendered.pod_template_patches)
+        # v1alpha1 has no PodGroup objects: pods join a group the Workload embeds.
+        joined = (group.podgroup if rendered.podgroups or rendered.workload is None else
+                  f"pod group {group.template} of Workload "
+                  f"{rendered.workload['metadata']['name']}")
         plan.explanation.append(
-            f"pods of Job {group.members[0]} join {group.podgroup} through the pod template"
+            f"pods of Job {group.members[0]} join {joined} through the pod template"
         )
     return plan
 
