@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from decider.cli_common import EXIT_INVALID, EXIT_UNAVAILABLE, UsageError, parse_gates
 from decider.cli_common import fail as _fail
+from decider.cli_common import warn as _warn
 from decider.cli_serve import cmd_serve, serve_flags
 from decider.core.times import parse_rfc3339
 from decider_client import observe, render
@@ -67,7 +68,7 @@ def _call_remote(target: str, method: str, request: Any, command: str | None = N
 
     with DeciderClient(target, timeout=30.0) as client:
         try:
-            return getattr(client, method)(request)
+            answer = getattr(client, method)(request)
         except grpc.RpcError as exc:
             code = exc.code()
             shed = any(key == "grpc-retry-pushback-ms" for key, _ in
@@ -78,6 +79,17 @@ def _call_remote(target: str, method: str, request: Any, command: str | None = N
                     code == grpc.StatusCode.RESOURCE_EXHAUSTED and not shed):
                 raise UsageError(_flag_named(exc.details(), command)) from None
             _fail(f"{target}: {code.name}: {exc.details()}", EXIT_UNAVAILABLE)
+        # A decider older than this CLI answers in its older contract: what it does not know is
+        # unset in its answer, which reads as "absent". Said, so the difference from the
+        # in-process answer is not taken for a fact about the input.
+        gaps = client.contract_gaps(_RPC_NAME[method], request, timeout=5.0)
+        if gaps:
+            _warn(f"{target} serves an older contract than this client: {gaps}")
+        return answer
+
+
+_RPC_NAME = {"decide": "Decide", "validate": "Validate", "plan_gang": "PlanGang",
+             "pod_sets": "PodSets", "simulate": "Simulate"}
 
 
 def _call_local(method: str, request: Any, command: str | None = None) -> Any:
@@ -85,10 +97,8 @@ def _call_local(method: str, request: Any, command: str | None = None) -> Any:
     from decider.core.errors import InvalidInput, TooLarge
     from decider.limits import DEFAULT
 
-    name = {"decide": "Decide", "validate": "Validate", "plan_gang": "PlanGang",
-            "pod_sets": "PodSets", "simulate": "Simulate"}[method]
     try:
-        return dispatch.answer_message(name, request, DEFAULT)
+        return dispatch.answer_message(_RPC_NAME[method], request, DEFAULT)
     except (InvalidInput, TooLarge) as exc:
         raise UsageError(_flag_named(dispatch.safe_text(str(exc)), command)) from None
 

@@ -24,6 +24,13 @@ def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     sys.exit(code)
 
 
+def warn(message: str) -> None:
+    """One line on standard error that changes neither the output nor the exit code."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):
+            print(f"decider: warning: {message}", file=sys.stderr, flush=True)
+
+
 def parse_gates(text: str | None) -> dict[str, bool]:
     """`RestartJob=true,ElasticJobSet=false` -> {"RestartJob": True, "ElasticJobSet": False}."""
     gates: dict[str, bool] = {}

@@ -9,6 +9,7 @@ import grpc
 
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_client import skew
 from decider_client.tls_channel import Channels
 from decider_client.tls_files import TLSPaths
 
@@ -35,6 +36,23 @@ class DeciderClient:
                                   credentials=credentials, tls=tls,
                                   check_seconds=tls_check_seconds)
         self.timeout = timeout
+        self._server_fields: dict[str, set[int]] | None = None
+
+    def contract_gaps(self, method: str, request: Any = None, *,
+                      timeout: float | None = None) -> skew.Gaps | None:
+        """What the server does not know of RPC `method` ("Decide", "PodSets", ...) as this
+        client has it: the answer's fields it never fills and, given the request, the fields
+        it would ignore. Empty when it knows them all; None when it serves no reflection. A
+        decider older than this client answers in its older contract, where a field it never
+        fills reads as "absent", not "not known" (decider_client/skew.py). The server's contract
+        is read once per client."""
+        if self._server_fields is None:
+            with self._channels.stub():
+                self._server_fields = skew.server_fields(self._channels.channel,
+                                                         self._timeout(timeout))
+        if self._server_fields is None:
+            return None
+        return skew.gaps(self._server_fields, method, request)
 
     def _timeout(self, timeout: float | None) -> float:
         # None is "the client's default"; 0 is a deadline already past, as gRPC means it (an
