@@ -17,7 +17,9 @@ decider carries them to running, and then, one at a time:
 
 Each sample runs on a quiet shim (no pass for 0.3 s, the limiter's bucket full again), under
 every client-side limit of --limits in turn (interleaved: sample i of every limit, then i+1);
-the initial convergence runs under the first.
+the initial convergence runs under the first. `--pass-cost` measures instead what one pass
+reads of the shim's caches at each scale (tests/shim/pass_cost.py: one in five JobSets
+gang-scheduled, two pods each, InPlaceRestart on, an empty plan answered).
 
     python bench/shim_reaction.py [--scales 1,100,1000] [--samples 30] [--workers 4]
                                   [--limits 500/100,5/10] [--ttl 5] [--ttl-samples 10]
@@ -406,6 +408,19 @@ def report(rows: list[dict], specs: list[tuple[float, int]], args: argparse.Name
                       f"max {max(vals):.3f} s")
 
 
+def pass_cost(scales: list[int]) -> None:
+    from tests.shim.pass_cost import measure
+
+    print("| JobSets | objects cached | objects read per pass (mean, max) | reads per pass | "
+          "ms per pass (mean, p50) | s to pass each once |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for scale in scales:
+        r = measure(scale)
+        print(f"| {scale:,} | {r['cached']:,} | {r['objects_mean']:,.0f}, {r['objects_max']:,} | "
+              f"{r['reads_mean']:,.0f} | {r['pass_ms_mean']:.2f}, {r['pass_ms_p50']:.2f} | "
+              f"{r['all_once_s']:.2f} |", flush=True)
+
+
 def parse_limits(text: str) -> list[tuple[float, int]]:
     out = []
     for part in text.split(","):
@@ -431,9 +446,14 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write every sample there")
     parser.add_argument("--ttl", type=int, default=5)
     parser.add_argument("--ttl-samples", type=int, default=10)
+    parser.add_argument("--pass-cost", action="store_true",
+                        help="only measure the cached objects one pass reads, and its time")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     scales = [int(s) for s in args.scales.split(",") if s]
+    if args.pass_cost:
+        pass_cost(scales)
+        return
     specs = parse_limits(args.limits)
     rows = []
     with BackgroundServer("127.0.0.1:0") as server:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -29,16 +29,8 @@ from shim.expectations import Expectations
 from shim.guard import PlanGuard
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
-from shim.owned import (
-    BY_NAME_KINDS,
-    PVC,
-    OwnedIndex,
-    controller_ref,
-    is_jobset_ref,
-    jobset_owner,
-    may_be_gang_name,
-    named_children,
-)
+from shim.observation import Observation
+from shim.owned import BY_NAME_KINDS, OwnedIndex, controller_ref, is_jobset_ref
 from shim.refusals import DecisionRefused, PlanRefused, as_refusal, report
 from shim.telemetry import ShimTelemetry
 from shim.workqueue import WorkQueue
@@ -98,9 +90,15 @@ class Shim:
             )
         self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
         self._owned = OwnedIndex()
-        # A Retain PVC has no owner: its create is awaited by name (see _cached).
+        w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,
+                          self._on_pod)
+        self.jobsets, self.informers = w.jobsets, w.informers
+        self.gang_informers, self.pods = w.gang_informers, w.pods
+        self.observation = Observation(w, self._owned, self.ours)
+        # A Retain PVC has no owner: its create is awaited by name (Observation.cached).
         self.expectations = Expectations(
-            self._cached, {kind for _, kind in config.owned_kinds}, by_name=BY_NAME_KINDS)
+            self.observation.cached, {kind for _, kind in config.owned_kinds},
+            by_name=BY_NAME_KINDS)
         # Per JobSet put off: when the fallback retry is due (dropped once a pass runs).
         self._put_off: dict[Key, float] = {}
         self.applier = Applier(
@@ -113,13 +111,8 @@ class Shim:
             background_events=True,
             expectations=self.expectations,
         )
-        w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,
-                          self._on_pod)
-        self.jobsets, self.informers = w.jobsets, w.informers
-        self.gang_informers, self.pods = w.gang_informers, w.pods
-        self._by_name = w.by_name
         self.spec_check = SpecCheck(decider, self.applier.recorder, config.feature_gates,
-                                    config.decider_timeout, self._foreign_pvcs)
+                                    config.decider_timeout, self.observation.foreign_pvcs)
 
     # ---- leadership -----------------------------------------------------------------------
 
@@ -171,14 +164,8 @@ class Shim:
         # Not a JobSet's: it may hold a name a JobSet's gang object needs. Its owner is not
         # ours to wake, but such a JobSet is: when the object goes, the refused pass can run.
         meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
-        for js in self.jobsets.select(
-            lambda j: (
-                j["metadata"].get("namespace") == ns
-                and may_be_gang_name(j["metadata"]["name"], name)
-                and self.ours(j)
-            )
-        ):
+        ns = meta.get("namespace", "")
+        for js in self.observation.jobsets_naming(ns, meta["name"]):
             self.queue.add((ns, js["metadata"]["name"]))
 
     def _on_pod(self, etype: str, obj: Obj, old: Obj | None) -> None:
@@ -187,68 +174,9 @@ class Shim:
         if name:
             self.queue.add((meta.get("namespace", ""), name))
 
-    def _cached(self, namespace: str, uid: str, kind: str, name: str) -> Obj | None:
-        """The cached object the JobSet's expectations look for: a Service or PVC by name,
-        whoever controls it (a retained PVC has no owner); anything else only if controlled."""
-        informer = self._by_name.get(kind)
-        if informer is not None:
-            return informer.get(namespace, name)
-        return self._owned.get(namespace, uid, kind, name)
-
-    def _named_not_controlled(self, jobset: Obj, kinds: Iterable[str]) -> list[Obj]:
-        """The cached objects of `kinds` named as the JobSet would name its children
-        (named_children) that the JobSet does not control: one cache read per name, in its
-        namespace."""
-        uid = jobset["metadata"].get("uid", "")
-        ns = jobset["metadata"]["namespace"]
-        out = []
-        for kind, child in named_children(jobset):
-            informer = self._by_name.get(kind) if kind in kinds else None
-            obj = informer.get(ns, child) if informer is not None else None
-            if obj is not None and jobset_owner(obj) != (ns, uid):
-                out.append(obj)
-        return out
-
-    def _foreign_pvcs(self, jobset: Obj) -> list[Obj]:
-        """The PVCs named like the JobSet's volumeClaimPolicies would make them that it does not
-        control: upstream's webhook judges a create against them (Retain and the same spec, or
-        refused), which the decider can do only if it is sent them."""
-        return self._named_not_controlled(jobset, (PVC,))
-
     def owned(self, jobset: Obj) -> list[Obj]:
-        """What the JobSet controls, plus the objects it looks up by name whoever holds them:
-        gang objects named like its own, its headless Service and its volumeClaimPolicies'
-        PVCs."""
-        uid = jobset["metadata"].get("uid", "")
-        ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
-        out = self._owned.controlled(ns, uid)
-        # Upstream looks the Service and the PVCs up by name and uses whatever holds the name;
-        # the decider does the same with what it is sent (it matches by kind and name, adopts
-        # nothing, and the guard lets a plan delete or patch only what the JobSet controls).
-        # Unsent, a Retain PVC (no owner) or a Service of someone else's would be planned
-        # again on every pass, a POST answered AlreadyExists each time. One cache read per
-        # name, in the JobSet's namespace: no scan of every PVC.
-        # Controlled ones are in the list already.
-        out.extend(self._named_not_controlled(jobset, BY_NAME_KINDS))
-        for informer in self.gang_informers:
-            out.extend(
-                informer.select(
-                    lambda o: (
-                        o["metadata"].get("namespace") == ns
-                        and may_be_gang_name(name, o["metadata"]["name"])
-                        # Controlled ones are in the index already.
-                        and jobset_owner(o) != (ns, uid)
-                    )
-                )
-            )
-        if self.pods is not None:
-            out.extend(
-                p
-                for p in self.pods.items()
-                if p["metadata"].get("namespace") == ns
-                and (p["metadata"].get("labels") or {}).get(JOBSET_NAME_LABEL) == name
-            )
-        return out
+        """What a pass sends the decider beside the JobSet (Observation.owned)."""
+        return self.observation.owned(jobset)
 
     # ---- one pass ------------------------------------------------------------------------
 

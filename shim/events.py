@@ -47,6 +47,11 @@ class EventRecorder:
         self.events = kube.resource("v1", "Event")
         # JobSet UID -> key -> (monotonic time told, interval)
         self._told: dict[str, dict[Hashable, tuple[float, float]]] = {}
+        # The size past which the next prune runs. A prune walks every JobSet remembered; run
+        # on every warning past _MAX_JOBSETS, a cluster with that many warned JobSets (24 h
+        # intervals: invalid ones) paid a walk of all of them per warning. Set to twice what a
+        # prune kept, each walk is paid for by as many new JobSets: O(1) a warning.
+        self._prune_at = _MAX_JOBSETS
         self._lock = threading.Lock()
 
     def record(self, jobset: Obj, event_type: str, reason: str, message: str) -> bool:
@@ -79,8 +84,9 @@ class EventRecorder:
             if last is not None and now - last[0] < last[1]:
                 return False
             told[key] = (now, interval)
-            if len(self._told) > _MAX_JOBSETS:
+            if len(self._told) > self._prune_at:
                 self._prune(now)
+                self._prune_at = max(_MAX_JOBSETS, 2 * len(self._told))
         self.record(jobset, "Warning", reason, message)
         return True
 

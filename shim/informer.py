@@ -16,11 +16,12 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ReadTimeoutError
 
+from shim.indexes import Indexer, IndexFunc
 from shim.kube import Kube, KubeError, Obj, Resource, WatchStream
 from shim.pager import PAGE_SIZE, list_all
 from shim.ratelimit import retry_after
@@ -84,6 +85,7 @@ class Informer:
         watch_timeout: tuple[int, int] = (300, 600),
         page_size: int = PAGE_SIZE,
         idle_timeout: float = WATCH_IDLE_TIMEOUT,
+        indexers: Mapping[str, IndexFunc] | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -94,6 +96,7 @@ class Informer:
         self.page_size = page_size
         self.idle_timeout = idle_timeout
         self._store: dict[tuple[str, str], Obj] = {}
+        self._indexer = Indexer(indexers) if indexers else None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -112,9 +115,32 @@ class Informer:
             return list(self._store.values())
 
     def select(self, pred: Callable[[Obj], bool]) -> list[Obj]:
-        """The cached objects `pred` accepts, without copying the whole cache first."""
+        """The cached objects `pred` accepts, without copying the whole cache first. A scan:
+        not for a pass (by_index is)."""
         with self._lock:
             return [o for o in self._store.values() if pred(o)]
+
+    def by_index(self, index: str, values: Iterable[Hashable]) -> list[Obj]:
+        """The cached objects filed under any of `values` in `index`, in the store's order."""
+        if self._indexer is None:
+            raise KeyError(f"{self.resource.plural}: no index {index!r}")
+        with self._lock:
+            return [self._store[k] for k in self._indexer.keys(index, values)]
+
+    # ---- store writes (under the lock: the indexes change with the store) -----------------
+
+    def _put(self, key: tuple[str, str], obj: Obj) -> Obj | None:
+        old = self._store.get(key)
+        self._store[key] = obj
+        if self._indexer is not None:
+            self._indexer.stored(key, obj, old)
+        return old
+
+    def _pop(self, key: tuple[str, str]) -> Obj | None:
+        old = self._store.pop(key, None)
+        if old is not None and self._indexer is not None:
+            self._indexer.deleted(key, old)
+        return old
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -206,11 +232,10 @@ class Informer:
         with self._lock:
             for key, old in list(self._store.items()):
                 if self._in_scope(namespace, key) and key not in fresh:
-                    del self._store[key]
+                    self._pop(key)
                     events.append(("DELETED", old, old))
             for key, obj in fresh.items():
-                old = self._store.get(key)
-                self._store[key] = obj
+                old = self._put(key, obj)
                 if old is None:
                     events.append(("ADDED", obj, None))
                 elif old["metadata"].get("resourceVersion") != obj["metadata"].get(
@@ -254,11 +279,7 @@ class Informer:
                 meta = obj["metadata"]
                 key = (meta.get("namespace", ""), meta["name"])
                 with self._lock:
-                    old = self._store.get(key)
-                    if etype == "DELETED":
-                        self._store.pop(key, None)
-                    else:
-                        self._store[key] = obj
+                    old = self._pop(key) if etype == "DELETED" else self._put(key, obj)
                 self._deliver(etype, obj, old)
                 rv = new_rv or rv
                 if self._stop.is_set():

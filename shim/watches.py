@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from shim import indexes
 from shim.config import Config
 from shim.informer import Handler, Informer
 from shim.kube import Kube
@@ -14,7 +15,7 @@ from shim.owned import BY_NAME_KINDS
 log = logging.getLogger("shim.controller")
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_NAME_LABEL = indexes.JOBSET_NAME_LABEL
 
 
 @dataclass
@@ -33,8 +34,12 @@ class Watches:
 
 def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
           on_gang: Handler, on_pod: Handler) -> Watches:
+    # Each read a pass (or a handler) makes other than by namespace and name has its index:
+    # JobSets by the gang names they may give, gang objects by the JobSet names they may carry,
+    # pods by their JobSet (shim/indexes.py).
     jobsets = Informer(kube, kube.resource(JOBSET_API_VERSION, "JobSet"), config.namespaces,
-                       on_jobset, watch_timeout=config.watch_timeout)
+                       on_jobset, watch_timeout=config.watch_timeout,
+                       indexers={indexes.JOBSET_NAMES: indexes.jobset_values})
     informers = [jobsets]
     gang_informers: list[Informer] = []
     by_name: dict[str, Informer] = {}
@@ -45,7 +50,8 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
             continue
         gang = (api_version, kind) in gang_kinds
         informer = Informer(kube, kube.resource(api_version, kind), config.namespaces,
-                            on_gang if gang else on_owned, watch_timeout=config.watch_timeout)
+                            on_gang if gang else on_owned, watch_timeout=config.watch_timeout,
+                            indexers={indexes.GANG_NAMES: indexes.gang_values} if gang else None)
         informers.append(informer)
         if gang:
             gang_informers.append(informer)
@@ -55,6 +61,7 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
     if config.feature_gates.get("InPlaceRestart"):
         # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
         pods = Informer(kube, kube.resource("v1", "Pod"), config.namespaces, on_pod,
-                        label_selector=JOBSET_NAME_LABEL, watch_timeout=config.watch_timeout)
+                        label_selector=JOBSET_NAME_LABEL, watch_timeout=config.watch_timeout,
+                        indexers={indexes.POD_JOBSET: indexes.pod_values})
         informers.append(pods)
     return Watches(jobsets, informers, gang_informers, pods, by_name)
