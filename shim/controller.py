@@ -276,11 +276,14 @@ class Shim:
             log.warning("%s/%s: %s; retrying in %.0fs", key[0], key[1], exc, delay)
             return False
         except StaleObservation as exc:
-            # The newer JobSet is on its way through the watch and will queue this key again;
-            # the short delayed retry only covers a watch that is behind.
+            # The newer JobSet is on its way through the watch and will queue this key again
+            # at once; the delayed retry only covers a watch that is behind, and backs off as
+            # upstream's conflicts do (rate limited): a watch silent for a minute otherwise
+            # got a pass, its creates and its status write, every 0.05 s.
             self.stats.conflicts += 1
-            log.info("%s/%s: %s; observing again", key[0], key[1], exc)
-            self.queue.add_after(key, max(self.config.backoff_base, 0.05))
+            delay = self.queue.add_rate_limited(key, max(self.config.backoff_base, 0.05))
+            log.info("%s/%s: %s; observing again (at the latest in %.2fs)", key[0], key[1],
+                     exc, delay)
             return False
         except Exception as exc:  # noqa: BLE001 - any failure is retried with backoff
             self.stats.errors += 1

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
+# Discovery runs as the shim starts; an API server that answers 5xx/429 for longer than this
+# is reported (main() exits 2 naming the answer) rather than waited for without end.
+DISCOVERY_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,8 @@ class Kube:
         self._resources: dict[tuple[str, str], Resource] = {}
         self._discovered: dict[str, list[Obj] | None] = {}
         self._lock = threading.Lock()
+        # How long discovery waits out 5xx/429 answers before it fails.
+        self.discovery_timeout = DISCOVERY_TIMEOUT
         # Set by the shim: a span and metrics per request (shim/telemetry.py).
         self.observer: Any = None
         _no_status_retries(api_client)
@@ -197,13 +202,26 @@ class Kube:
             if api_version in self._discovered:
                 return self._discovered[api_version]
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        try:
-            doc = self.request("GET", path)
-            resources: list[Obj] | None = list(doc.get("resources") or [])
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            resources = None
+        deadline = time.monotonic() + self.discovery_timeout
+        wait = 0.1
+        while True:
+            try:
+                doc = self.request("GET", path)
+                resources: list[Obj] | None = list(doc.get("resources") or [])
+                break
+            except ApiException as exc:
+                if exc.status == 404:
+                    resources = None
+                    break
+                # An API server restarting or overloaded answers 5xx/429 for seconds: at start
+                # that is waited out, as controller-runtime waits for its caches, rather than
+                # exiting on one answer (a restarted pod, then the same wait).
+                transient = exc.status == 429 or 500 <= (exc.status or 0) <= 599
+                if not transient or time.monotonic() + wait > deadline:
+                    raise
+                log.warning("discovery of %s: %s; retrying in %.1fs", api_version, exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
         with self._lock:
             self._discovered[api_version] = resources
         return resources

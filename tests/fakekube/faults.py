@@ -47,6 +47,9 @@ class Fault:
     # Only requests whose query has these parameters (e.g. {"watch": "true"}, {"continue": ""}
     # for any value): a list and a watch share a path.
     query: dict[str, str] = field(default_factory=dict)
+    # Seconds the answer is held back (an overloaded or distant API server); with code 0 the
+    # request is then served as usual, so a slow answer need not be an error.
+    delay: float = 0.0
     hits: int = 0
     _re: re.Pattern[str] = field(init=False, repr=False)
 

@@ -9,6 +9,7 @@ Usable from tests and from benchmark scripts:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import re
@@ -66,6 +67,9 @@ class FakeKube:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._open_watches: set[Any] = set()
+        # Every request by resource (the plural, or "" for discovery): a soak tells a hot loop
+        # from a quiet shim by it, with no audit log kept (that grows without bound).
+        self.request_counts: collections.Counter[str] = collections.Counter()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -131,11 +135,13 @@ class FakeKube:
         count: int = -1,
         retry_after: str | float | None = None,
         query: dict[str, str] | None = None,
+        delay: float = 0.0,
     ) -> Fault:
         """Answer `count` matching requests (-1: all) with `code`, before serving anything;
-        `query`: only requests with these query parameters ("" matches any value)."""
+        `query`: only requests with these query parameters ("" matches any value); `delay`:
+        seconds to wait first (with code 0, then serve the request as usual)."""
         after = None if retry_after is None else str(retry_after)
-        fault = Fault(method, path_pattern, code, count, after, dict(query or {}))
+        fault = Fault(method, path_pattern, code, count, after, dict(query or {}), delay)
         with self._audit_lock:
             self.faults.append(fault)
         return fault
@@ -288,6 +294,14 @@ def _is_collection(path: str) -> bool:
     return False
 
 
+def _resource_of(path: str) -> str:
+    parts = [p for p in path.split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[0] if rest else ""
+
+
 class _Handler(WatchStreaming, BaseHTTPRequestHandler):
     kube: FakeKube
     protocol_version = "HTTP/1.1"
@@ -345,13 +359,17 @@ class _Handler(WatchStreaming, BaseHTTPRequestHandler):
             time.monotonic(), method, split.path, split.query, self.headers.get("User-Agent", ""), 0
         )
         headers: dict[str, str] = {}
+        with self.kube._audit_lock:
+            self.kube.request_counts[_resource_of(split.path)] += 1
         if method == "GET" and _is_collection(split.path):
             self.kube._record_read(rec)
         try:
             body = self._read_body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
             rec.body = body
             fault = self.kube._fault_for(method, split.path, query)
-            if fault is not None:
+            if fault is not None and fault.delay:
+                time.sleep(fault.delay)
+            if fault is not None and fault.code:
                 if fault.retry_after is not None:
                     headers["Retry-After"] = fault.retry_after
                 raise ApiError(fault.code, FAULT_REASONS.get(fault.code, "InternalError"),
