@@ -18,11 +18,12 @@ import grpc
 import pytest
 import yaml
 
-from decider import cli, convert
+from decider import convert
 from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, render
+from support.cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "gang" / "golden"
@@ -45,16 +46,6 @@ CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "input.json").exists())
 def decider(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "decider.cli", *args], input=stdin,
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
-
-
-def main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """The CLI in this process: argparse, observe, convert (or gRPC), render."""
-    try:
-        code = cli.main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +82,7 @@ def load(path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("case", CASES)
 def test_golden_through_the_cli(case: str, stem: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = main(capsys, "gang", "-f", golden_input(case, tmp_path), *STEMS[stem])
+    code, out, err = run_cli(capsys, "gang", "-f", golden_input(case, tmp_path), *STEMS[stem])
     assert code == 0, err
     assert json.loads(out) == json.loads((GOLDEN / case / f"{stem}.json").read_text())
 
@@ -102,9 +93,9 @@ def test_golden_over_grpc_prints_the_same_bytes(case: str, stem: str, tmp_path: 
                                                 server: BackgroundServer,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = golden_input(case, tmp_path)
-    code, local, err = main(capsys, "gang", "-f", path, *STEMS[stem])
+    code, local, err = run_cli(capsys, "gang", "-f", path, *STEMS[stem])
     assert code == 0, err
-    code, remote, err = main(capsys, "gang", "-f", path, *STEMS[stem],
+    code, remote, err = run_cli(capsys, "gang", "-f", path, *STEMS[stem],
                              "--server", server.target)
     assert code == 0, err
     assert remote == local
@@ -187,7 +178,7 @@ def test_a_job_that_does_not_qualify_gets_no_objects_and_a_reason(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job = load(GANG_JOB)
     job["spec"]["completionMode"] = "NonIndexed"
-    code, out, err = main(capsys, "gang", "-f", write(tmp_path, job), "--api-version", V1ALPHA2)
+    code, out, err = run_cli(capsys, "gang", "-f", write(tmp_path, job), "--api-version", V1ALPHA2)
     assert code == 0, err
     plan = json.loads(out)
     assert plan["objects"] == [] and plan["podTemplatePatches"] == {}
@@ -198,7 +189,7 @@ def test_a_jobset_without_gang_config_gets_no_objects(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     js = load(GANG_JOBSET)
     del js["metadata"]["annotations"]
-    code, out, err = main(capsys, "gang", "-f", write(tmp_path, js))
+    code, out, err = run_cli(capsys, "gang", "-f", write(tmp_path, js))
     assert code == 0, err
     assert json.loads(out) == {"objects": [], "podTemplatePatches": {}, "explanation": [
         "JobSet trainer asks for no gang scheduling: no objects"], "mode": "none"}
@@ -222,9 +213,9 @@ def _served(plan: dict[str, Any], owner_uid: str) -> list[dict[str, Any]]:
 def test_objects_that_exist_and_are_owned_are_reused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     js = load(GANG_JOBSET)
-    code, out, _ = main(capsys, "gang", "-f", str(GANG_JOBSET))
+    code, out, _ = run_cli(capsys, "gang", "-f", str(GANG_JOBSET))
     served = _served(json.loads(out), js["metadata"]["uid"])
-    code, out, err = main(capsys, "gang", "-f", write(tmp_path, js, *served))
+    code, out, err = run_cli(capsys, "gang", "-f", write(tmp_path, js, *served))
     assert code == 0, err
     plan = json.loads(out)
     assert plan["objects"] == []
@@ -235,10 +226,10 @@ def test_objects_that_exist_and_are_owned_are_reused(
 def test_suspended_jobset_plans_deletes_with_uids(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     js = load(GANG_JOBSET)
-    code, out, _ = main(capsys, "gang", "-f", str(GANG_JOBSET))
+    code, out, _ = run_cli(capsys, "gang", "-f", str(GANG_JOBSET))
     served = _served(json.loads(out), js["metadata"]["uid"])
     js["spec"]["suspend"] = True
-    code, out, err = main(capsys, "gang", "-f", write(tmp_path, js, *served))
+    code, out, err = run_cli(capsys, "gang", "-f", write(tmp_path, js, *served))
     assert code == 0, err
     deletes = json.loads(out)["deletes"]
     assert [(d["kind"], d["uid"]) for d in deletes] == [
@@ -249,11 +240,11 @@ def test_suspended_jobset_plans_deletes_with_uids(
 def test_min_count_update_is_rendered(tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     js = load(GANG_JOBSET)
-    code, out, _ = main(capsys, "gang", "-f", str(GANG_JOBSET))
+    code, out, _ = run_cli(capsys, "gang", "-f", str(GANG_JOBSET))
     served = _served(json.loads(out), js["metadata"]["uid"])
     js["spec"]["replicatedJobs"][1]["replicas"] = 3
     path = write(tmp_path, js, *served)
-    code, out, err = main(capsys, "gang", "-f", path)
+    code, out, err = run_cli(capsys, "gang", "-f", path)
     assert code == 0, err
     updates = json.loads(out)["updates"]
     assert {(u["kind"], u["patchType"]) for u in updates} == {("Workload", "merge"),
@@ -283,10 +274,10 @@ def test_bad_options_exit_2_naming_the_field(extra: list[str], field: str,
 
 def test_bad_documents_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}}
-    code, _, err = main(capsys, "gang", "-f", write(tmp_path, svc))
+    code, _, err = run_cli(capsys, "gang", "-f", write(tmp_path, svc))
     assert code == 2
     assert "exactly one batch/v1 Job or one JobSet" in err
-    code, _, err = main(capsys, "podsets", "-f", write(tmp_path, load(GANG_JOB), load(GANG_JOB)))
+    code, _, err = run_cli(capsys, "podsets", "-f", write(tmp_path, load(GANG_JOB), load(GANG_JOB)))
     assert code == 2
     assert "found 0 JobSet(s) and 2 Job(s)" in err
 
@@ -380,7 +371,7 @@ def test_podsets_warns_where_kueue_and_the_gang_disagree(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     js = load(GANG_JOBSET)
     js["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"] = 2
-    code, out, err = main(capsys, "podsets", "-f", write(tmp_path, js))
+    code, out, err = run_cli(capsys, "podsets", "-f", write(tmp_path, js))
     assert code == 0, err
     workers = json.loads(out)["podSets"][1]
     assert workers["count"] == 4  # 2 replicas x min(4, 2)
@@ -391,7 +382,7 @@ def test_podsets_warns_where_kueue_and_the_gang_disagree(
 
 
 def test_podsets_of_a_job(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = main(capsys, "podsets", "-f", str(GANG_JOB), "--api-version", V1ALPHA2)
+    code, out, err = run_cli(capsys, "podsets", "-f", str(GANG_JOB), "--api-version", V1ALPHA2)
     assert code == 0, err
     assert json.loads(out) == {"podSets": [{
         "name": "main", "count": 4, "replicatedJob": None,
@@ -433,7 +424,7 @@ def test_validate_reads_the_podgroups_that_exist(tmp_path: Path,
     plan = json.loads(decider("gang", "-f", str(GANG_JOB), "--api-version", V1ALPHA2).stdout)
     served = _served(plan, job["metadata"]["uid"])
     new = load(Path(new_path))
-    code, out, _ = main(capsys, "validate", "-f", write(tmp_path, new, *served), "--old",
+    code, out, _ = run_cli(capsys, "validate", "-f", write(tmp_path, new, *served), "--old",
                         old_path, "--api-version", V1ALPHA2)
     assert code == 2
     assert json.loads(out)["errors"][0]["field"] == "spec.parallelism"
@@ -441,7 +432,7 @@ def test_validate_reads_the_podgroups_that_exist(tmp_path: Path,
     other = {"apiVersion": V1ALPHA2, "kind": "PodGroup",
              "metadata": {"name": "unrelated", "namespace": "default", "uid": "u"},
              "spec": {"schedulingPolicy": {"basic": {}}}}
-    code, out, _ = main(capsys, "validate", "-f", write(tmp_path, new, other), "--old",
+    code, out, _ = run_cli(capsys, "validate", "-f", write(tmp_path, new, other), "--old",
                         old_path, "--api-version", V1ALPHA2)
     assert code == 0, out
     assert json.loads(out) == {"valid": True, "object": new}
@@ -450,24 +441,24 @@ def test_validate_reads_the_podgroups_that_exist(tmp_path: Path,
 def test_validate_on_1_37_has_no_parallelism_freeze_but_checks_scheduling(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     new, old = _scaled(tmp_path)
-    code, out, _ = main(capsys, "validate", "-f", new, "--old", old)
+    code, out, _ = run_cli(capsys, "validate", "-f", new, "--old", old)
     assert code == 0, out
     job = load(GANG_JOB)
     job["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": 9}}}
-    code, out, _ = main(capsys, "validate", "-f", write(tmp_path, job, name="j.yaml"))
+    code, out, _ = run_cli(capsys, "validate", "-f", write(tmp_path, job, name="j.yaml"))
     assert code == 2
     assert json.loads(out)["errors"][0]["field"].startswith("spec.scheduling")
 
 
 def test_validate_a_jobset_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = main(capsys, "validate", "-f", str(ROOT / "examples" / "leader-workers.yaml"))
+    code, out, _ = run_cli(capsys, "validate", "-f", str(ROOT / "examples" / "leader-workers.yaml"))
     assert code == 0
     assert json.loads(out)["valid"] is True
 
 
 def test_validate_job_against_a_jobset_is_refused(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = main(capsys, "validate", "-f", str(GANG_JOB), "--old", str(GANG_JOBSET))
+    code, _, err = run_cli(capsys, "validate", "-f", str(GANG_JOB), "--old", str(GANG_JOBSET))
     assert code == 2
     assert "old_object_json: must be a batch/v1 Job" in err
 
@@ -563,9 +554,9 @@ def test_job_scenarios_with_existing_objects_match_the_core(
     obj, existing, api_version = _job_scenarios()[scenario]
     want = plan_gang(obj, existing, api_version).to_dict()
     path = write(tmp_path, obj, *existing)
-    code, local, err = main(capsys, "gang", "-f", path, "--api-version", api_version)
+    code, local, err = run_cli(capsys, "gang", "-f", path, "--api-version", api_version)
     assert code == 0, err
-    code, remote, err = main(capsys, "gang", "-f", path, "--api-version", api_version,
+    code, remote, err = run_cli(capsys, "gang", "-f", path, "--api-version", api_version,
                              "--server", server.target)
     assert code == 0, err
     assert local == remote

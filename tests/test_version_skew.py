@@ -23,11 +23,12 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, timestamp_pb2
 from grpc_reflection.v1alpha import reflection
 
-from decider import cli, dispatch
+from decider import dispatch
 from decider.limits import DEFAULT
 from decider.server import BackgroundServer
 from decider.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, skew
+from support.cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 # The last commit whose contract had neither PodSet.min_count nor the slice layers.
@@ -108,20 +109,11 @@ def older() -> Iterator[str]:
     server.stop(None)
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_podsets_from_an_older_decider_names_the_fields_it_never_fills(
         older: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "job.yaml"
     path.write_text(JOB)
-    code, out, err = _cli(capsys, "podsets", "-f", str(path), "--server", older)
+    code, out, err = run_cli(capsys, "podsets", "-f", str(path), "--server", older)
     # The answer is printed as received and the exit code is the call's; the warning says that
     # minCount's absence is the decider's age, not the Job's.
     assert code == 0
@@ -151,7 +143,7 @@ def test_a_decider_of_this_version_has_no_gaps(capsys: pytest.CaptureFixture[str
         with DeciderClient(server.target) as client:
             assert not client.contract_gaps("PodSets")
             assert client.contract_gaps("Simulate") == skew.Gaps()
-        code, out, err = _cli(capsys, "podsets", "-f", str(path), "--server", server.target)
+        code, out, err = run_cli(capsys, "podsets", "-f", str(path), "--server", server.target)
     assert (code, err) == (0, "")
     assert '"minCount": 2' in out
 
@@ -164,7 +156,7 @@ def test_without_reflection_nothing_is_known_and_nothing_is_said(
             assert client.contract_gaps("PodSets") is None
         path = tmp_path / "job.yaml"
         path.write_text(JOB)
-        code, _, err = _cli(capsys, "podsets", "-f", str(path), "--server", target)
+        code, _, err = run_cli(capsys, "podsets", "-f", str(path), "--server", target)
         assert (code, err) == (0, "")
     finally:
         server.stop(None)
@@ -214,7 +206,7 @@ def test_a_real_decider_from_before_min_count(tmp_path: Path,
                 assert proc.poll() is None and time.monotonic() < deadline, "old decider"
         path = tmp_path / "job.yaml"
         path.write_text(JOB)
-        code, out, err = _cli(capsys, "podsets", "-f", str(path), "--server", target)
+        code, out, err = run_cli(capsys, "podsets", "-f", str(path), "--server", target)
         assert code == 0
         assert "\"minCount\": 2" not in out
         assert "never carries PodSet.min_count" in err
