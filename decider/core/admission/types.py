@@ -45,7 +45,7 @@ from collections.abc import Collection
 from typing import Any
 
 from decider.core.admission import crd
-from decider.core.admission._util import quote
+from decider.core.admission._util import is_int, quote
 from decider.core.errors import FieldError
 
 # Integer fields of the CRD with format int64 (an array's name for its items); every other
@@ -129,12 +129,6 @@ def _error(raw: _Path, expected: str, actual: str) -> FieldError:
     return FieldError(path, f'Invalid value: "{actual}": {path}{_MARK}{expected}: "{actual}"')
 
 
-def _is_integral(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-
-
 # The scalar kinds each exact Python type satisfies: most values of a big JobSet are such
 # scalars, and telling them apart here spares a call and a path for each.
 _FITS: dict[type, frozenset[str]] = {
@@ -187,7 +181,7 @@ def _walk(value: Any, node: crd.Node, path: _Path, name: str, errs: list[FieldEr
             _scalar_error(value, "string", _DATE_TIME_FORMAT if name in _DATE_TIME else "",
                           path, errs)
     elif kind == "integer":
-        if not _is_integral(value):
+        if not is_int(value):
             fmt = "" if name in _NO_FORMAT else "int64" if name in _INT64 else "int32"
             _scalar_error(value, "integer", fmt, path, errs)
     elif kind == "boolean":
@@ -197,7 +191,7 @@ def _walk(value: Any, node: crd.Node, path: _Path, name: str, errs: list[FieldEr
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             errs.append(_error(path, "number", _json_type(value)))
     elif kind in ("int-or-string", "quantity") and not (
-            isinstance(value, str) or _is_integral(value)):
+            isinstance(value, str) or is_int(value)):
         _int_or_string_error(value, _render(path), errs, skip)
     # "any": preserved as it is, never validated.
 
