@@ -226,7 +226,7 @@ async def grpc_rows(target: str, sizes: list[int], seconds: float) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from decider.v1 import decider_pb2_grpc as pb_grpc
+    from decider_api.v1 import decider_pb2_grpc as pb_grpc
 
     opts = [("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20)]

@@ -44,10 +44,10 @@ class Cases:
     def __init__(self) -> None:
         from datetime import UTC, datetime
 
-        from decider import convert
+        from decider.contract import convert
         from decider.core.decide import decide
         from decider.core.model import Observed, ObservedJob, ObservedObject
-        from decider.v1 import decider_pb2
+        from decider_api.v1 import decider_pb2
         from decider_client import observe
 
         self.convert, self.decide, self.pb = convert, decide, decider_pb2
@@ -58,8 +58,8 @@ class Cases:
         # install would otherwise lend this tree's module to an older package.
         self.dispatch: Any = None
         if (Path(convert.__file__).parent / "dispatch.py").exists():
-            from decider import dispatch
-            from decider.limits import DEFAULT
+            from decider.contract.limits import DEFAULT
+            from decider.service import dispatch
 
             self.dispatch, self.limits = dispatch, DEFAULT
         self.now = datetime(2026, 1, 1, 12, tzinfo=UTC)

@@ -53,7 +53,7 @@ from chaos_checks import (  # noqa: E402
     rss_mb,
 )
 
-from decider.server import BackgroundServer  # noqa: E402
+from decider.service.server import BackgroundServer  # noqa: E402
 from fakekube import FakeKube, JobSimulator  # noqa: E402
 from tests.shim.helpers import Cluster, ShimFactory  # noqa: E402
 

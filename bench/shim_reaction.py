@@ -48,7 +48,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "clients" / "python")
 from kubernetes import client  # noqa: E402
 
 from bench.reaction_trace import Trace  # noqa: E402
-from decider.server import BackgroundServer  # noqa: E402
+from decider.service.server import BackgroundServer  # noqa: E402
 from decider_client import DeciderClient  # noqa: E402
 from fakekube import FakeKube, JobSimulator  # noqa: E402
 from shim.config import Config  # noqa: E402

@@ -37,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from decider.v1 import decider_pb2 as pb  # noqa: E402
+from decider_api.v1 import decider_pb2 as pb  # noqa: E402
 from decider_client import observe  # noqa: E402
 from support.builders import NOW  # noqa: E402
 

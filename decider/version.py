@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from decider_client.version import VERSION
+from decider_api.version import VERSION
 
 __all__ = ["VERSION"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from shim.events import EventRecorder
 from shim.kube import Obj
 from shim.refusals import as_refusal

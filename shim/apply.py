@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from kubernetes.client.exceptions import ApiException
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES, status_to_dict
 from shim.event_sink import EventSink
 from shim.events import JOBSET_API_VERSION, EventRecorder

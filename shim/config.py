@@ -8,7 +8,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from decider_client.version import version_line
+from decider_api.version import version_line
 from shim.flag_values import boolean, env_boolean, number, port
 from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
 

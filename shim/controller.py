@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import grpc
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from decider_client.observe import build_decide_request
 from decider_client.telemetry import Telemetry

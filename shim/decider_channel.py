@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from decider_api.pem import read_pem
+from decider_api.tls_files import TLSFileError, TLSPaths
 from decider_client import DeciderClient, observe
-from decider_client.pem import read_pem
 from decider_client.tls_channel import Channels
-from decider_client.tls_files import TLSFileError, TLSPaths
 from shim.config import Config
 
 ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})

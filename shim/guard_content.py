@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES
 
 Obj = dict[str, Any]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from decider_client.listen import bind_every_address
+from decider_api.listen import bind_every_address
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from support import spec_cache_check
 
 spec_cache_check.install()
 
+from decider.contract.jobset_texts import TEXTS  # noqa: E402
 from decider.core.spec_cache import CACHES  # noqa: E402
-from decider.jobset_texts import TEXTS  # noqa: E402
 
 if os.environ.get("DECIDER_SPEC_CACHE") == "off":
     for cache in CACHES:

@@ -17,6 +17,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from decider_api.version import VERSION
 from decider_client import telemetry
 from decider_client.aggregates import (
     Aggregates,
@@ -25,7 +26,6 @@ from decider_client.aggregates import (
     MemoryMetricReader,
 )
 from decider_client.telemetry_metrics import SECONDS_BUCKETS, MetricSpec
-from decider_client.version import VERSION
 
 RESOURCE = Resource.create({"service.name": "jobset-decider"})
 SCOPE = InstrumentationScope("jobset-decider", VERSION)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from decider.server import BackgroundServer
+from decider.service.server import BackgroundServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"

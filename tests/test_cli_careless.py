@@ -156,8 +156,8 @@ metadata:
 def test_an_input_too_large_exits_2_through_a_server_as_in_process(tmp_path: Path) -> None:
     """RESOURCE_EXHAUSTED for a too-large input was exit 1 ("could not be reached") through
     --server; only a server shedding load (a retry pushback) is that."""
-    from decider.limits import Limits
-    from decider.server import BackgroundServer
+    from decider.contract.limits import Limits
+    from decider.service.server import BackgroundServer
 
     path = tmp_path / "big.yaml"
     text = Path(LEADER).read_text().replace("metadata:\n", "metadata:\n  annotations: {big: '"

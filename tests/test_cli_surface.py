@@ -15,11 +15,11 @@ import grpc
 import pytest
 import yaml
 
-from decider import dispatch
-from decider.limits import DEFAULT
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.contract.limits import DEFAULT
+from decider.service import dispatch
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 
 ROOT = Path(__file__).resolve().parent.parent

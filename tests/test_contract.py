@@ -14,14 +14,15 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
     subprocess.run(["bash", str(ROOT / "proto" / "generate.sh"), str(tmp_path)], check=True,
                    env={"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"})
     for name in GENERATED:
-        fresh = (tmp_path / "decider" / "v1" / name).read_text()
-        committed = (ROOT / "decider" / "v1" / name).read_text()
-        assert fresh == committed, f"decider/v1/{name} is stale: run `bash proto/generate.sh`"
+        where = Path("clients", "python", "decider_api", "v1", name)
+        fresh = (tmp_path / where).read_text()
+        committed = (ROOT / where).read_text()
+        assert fresh == committed, f"{where} is stale: run `bash proto/generate.sh`"
 
 
 def test_shim_and_client_do_not_import_the_core() -> None:
     code = ("import sys, decider_client, decider_client.observe, decider_client.render;"
-            "bad=[m for m in sys.modules if m.startswith(('decider.core','decider.server',"
-            "'decider.cli','decider.convert'))]; print(bad); sys.exit(1 if bad else 0)")
+            "bad=[m for m in sys.modules if m.startswith(('decider.core','decider.service',"
+            "'decider.cli','decider.contract.convert'))]; print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

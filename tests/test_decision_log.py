@@ -18,12 +18,12 @@ import pytest
 import yaml
 from properties.strategies import to_request
 
-from decider import decision_log
 from decider.core.model import Observed
-from decider.decision_log import DecisionLog
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider.telemetry import decision_log
+from decider.telemetry.decision_log import DecisionLog
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob
 

@@ -122,7 +122,7 @@ def test_the_entrypoint_is_a_console_script_of_the_package_and_the_shim_is_one_t
     entrypoint = FINAL.all("ENTRYPOINT")
     assert entrypoint == ['["decider"]']
     scripts = PYPROJECT["project"]["scripts"]
-    assert scripts["decider"] == "decider.entry:main"
+    assert scripts["decider"] == "decider.cli.entry:main"
     assert scripts["decider-shim"] == "shim.entry:main"
     from importlib import metadata
 
@@ -188,9 +188,10 @@ def test_the_wheel_builds_from_exactly_what_the_build_stage_copies(tmp_path: Pat
         names = set(zf.namelist())
         entry_points = next(zf.read(n).decode() for n in names
                             if n.endswith(".dist-info/entry_points.txt"))
-    for module in ("decider/cli.py", "decider/entry.py", "decider/webhook.py", "decider/worker.py",
-                   "decider/core/decide.py", "decider/v1/decider_pb2.py", "shim/main.py",
+    for module in ("decider/cli/main.py", "decider/cli/entry.py", "decider/webhook/server.py",
+                   "decider/service/worker.py",
+                   "decider/core/decide.py", "decider_api/v1/decider_pb2.py", "shim/main.py",
                    "decider_client/client.py"):
         assert module in names, module
-    assert "decider = decider.entry:main" in entry_points
+    assert "decider = decider.cli.entry:main" in entry_points
     assert "decider-shim = shim.entry:main" in entry_points

@@ -8,7 +8,7 @@ import logging
 import grpc
 import pytest
 
-from decider import ended_calls
+from decider.service import ended_calls
 
 
 class ExecuteBatchError(Exception):

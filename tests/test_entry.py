@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from decider import entry as decider_entry
+from decider.cli import entry as decider_entry
 from shim import entry as shim_entry
 
 

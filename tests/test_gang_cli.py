@@ -18,10 +18,10 @@ import grpc
 import pytest
 import yaml
 
-from decider import convert
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.contract import gang as gang_contract
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, render
 from support.cli_run import run_cli
 
@@ -345,9 +345,9 @@ def test_plan_gang_and_pod_sets_over_grpc_equal_in_process(api_version: str, tar
     for example in (GANG_JOB, GANG_JOBSET):
         obj = load(example)
         req = observe.build_plan_gang_request(obj, [], api_version, target)
-        assert stub.PlanGang(req, timeout=10) == convert.plan_gang_response(req)
+        assert stub.PlanGang(req, timeout=10) == gang_contract.plan_gang_response(req)
         sets = observe.build_pod_sets_request(obj, api_version)
-        assert stub.PodSets(sets, timeout=10) == convert.pod_sets_response(sets)
+        assert stub.PodSets(sets, timeout=10) == gang_contract.pod_sets_response(sets)
 
 
 def test_render_matches_the_core_to_dict() -> None:
@@ -357,10 +357,10 @@ def test_render_matches_the_core_to_dict() -> None:
         obj = load(example)
         for api_version in (V1ALPHA1, V1ALPHA2, V1BETA1):
             req = observe.build_plan_gang_request(obj, [], api_version)
-            got = render.gang_plan_to_dict(convert.plan_gang_response(req))
+            got = render.gang_plan_to_dict(gang_contract.plan_gang_response(req))
             want = plan_gang(obj, [], api_version).to_dict()
             assert json.dumps(got) == json.dumps(want)  # same keys, same order
-            sets = render.pod_sets_to_dict(convert.pod_sets_response(
+            sets = render.pod_sets_to_dict(gang_contract.pod_sets_response(
                 observe.build_pod_sets_request(obj, api_version)))
             assert sets == {"podSets": [p.to_dict() for p in pod_sets(obj, api_version)]}
 

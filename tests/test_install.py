@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from decider import admission_review, webhook_certs
+from decider.contract import admission_review
 from decider.core.admission import default_jobset
+from decider.webhook import certs as webhook_certs
 from support import crd_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -426,7 +427,7 @@ def test_the_cert_manager_component_replaces_the_self_signed_mode(tmp_path: Path
 
 
 def test_the_serve_flags_the_manifests_use_exist(tmp_path: Path) -> None:
-    from decider.cli import build_parser
+    from decider.cli.main import build_parser
 
     docs = [d for d in yaml.safe_load_all((DEPLOY / "install-standalone.yaml").read_text())
             if d]

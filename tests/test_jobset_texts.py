@@ -1,4 +1,4 @@
-"""A JobSet text decided before is found by its text (decider/jobset_texts.py): the same
+"""A JobSet text decided before is found by its text (decider/contract/jobset_texts.py): the same
 answers, the limits that judged it part of the key, the core's copy never written to."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from upstream.raw_parity import job_object
 
-from decider import convert, dispatch
+from decider.contract import convert
+from decider.contract.jobset_texts import TEXTS
+from decider.contract.limits import Limits
 from decider.core.errors import InvalidInput
 from decider.core.spec_cache import CACHES
-from decider.jobset_texts import TEXTS
-from decider.limits import Limits
+from decider.service import dispatch
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob
 from support.spec_cache_check import verify

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from test_server import EXAMPLE
 
-from decider import convert, json_input, limits
+from decider.contract import convert, gang, json_input, limits, validate
+from decider.contract.limits import Limits
 from decider.core.errors import InvalidInput, TooLarge
-from decider.limits import Limits
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from support.builders import NOW
 
@@ -98,14 +98,14 @@ def test_jobset_size_limits(spec: dict, field: str, needle: str) -> None:
         convert.decide_response(_request(js))
     assert str(exc.value).startswith(f"{field}: ") and needle in str(exc.value)
     # The same JobSet is refused at admission, with the same field, as a field error.
-    resp = convert.validate_response(pb.ValidateRequest(object_json=json.dumps(js)))
+    resp = validate.validate_response(pb.ValidateRequest(object_json=json.dumps(js)))
     assert not resp.valid
     assert any(e.field == field and needle in e.message for e in resp.errors)
     escaped = field.replace("[", r"\[").replace("]", r"\]")
     with pytest.raises(InvalidInput, match=escaped):
-        convert.plan_gang_response(pb.PlanGangRequest(object_json=json.dumps(js)))
+        gang.plan_gang_response(pb.PlanGangRequest(object_json=json.dumps(js)))
     with pytest.raises(InvalidInput, match=escaped):
-        convert.pod_sets_response(pb.PodSetsRequest(object_json=json.dumps(js)))
+        gang.pod_sets_response(pb.PodSetsRequest(object_json=json.dumps(js)))
 
 
 def test_limits_are_the_callers() -> None:

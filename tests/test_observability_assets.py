@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from decider.rpc_telemetry import METRICS as DECIDER_METRICS
+from decider.service.rpc_telemetry import METRICS as DECIDER_METRICS
 from shim.telemetry import METRICS as SHIM_METRICS
 
 ASSETS = Path(__file__).resolve().parent.parent / "deploy" / "observability"

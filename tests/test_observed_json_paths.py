@@ -17,12 +17,12 @@ from typing import Any
 import grpc
 import pytest
 
-from decider import convert, limits
+from decider.contract import convert, limits
 from decider.core import constants as c
 from decider.core.errors import InvalidInput, TooLarge
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, UID, jobset, rjob
 

@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from decider.server import BackgroundServer
+from decider.service.server import BackgroundServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def test_the_readme_python_client_example_prints_the_plans_actions() -> None:
 def test_the_readme_usage_names_every_flag_of_every_subcommand() -> None:
     import argparse
 
-    from decider.cli import build_parser
+    from decider.cli.main import build_parser
 
     readme = (ROOT / "README.md").read_text()
     usage = readme[readme.index("decider serve [--host"):readme.index("decider --version")]

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 import pytest
 
-from decider import dispatch
+from decider.contract.limits import Limits
 from decider.core.decide import decide
 from decider.core.errors import InvalidInput
 from decider.core.model import Observed
 from decider.core.spec_cache import CACHES
-from decider.limits import Limits
+from decider.service import dispatch
 from support.opcount import lines_executed
 from support.scaling import SITUATIONS, Shape, request
 

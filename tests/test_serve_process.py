@@ -18,7 +18,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW
 from support.certs import Pki, make_pki

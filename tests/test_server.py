@@ -11,10 +11,10 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from decider import convert
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.contract import convert
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, render
 from support.builders import NOW
 

@@ -20,11 +20,11 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from properties.strategies import to_request
 from test_server import EXAMPLE
 
+from decider.contract.limits import Limits
 from decider.core.model import Observed
-from decider.limits import Limits
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob
 
@@ -520,7 +520,7 @@ def test_a_call_half_closed_without_its_message_does_not_hang_forever(path: str)
 
 def test_a_repeated_warning_is_logged_once_then_with_a_count(caplog) -> None:
     """Requests past --max-pending logged a warning each: hundreds a second under a flood."""
-    from decider.server import _Occasional
+    from decider.service.server import _Occasional
 
     occasional = _Occasional(0.3)
     with caplog.at_level(logging.WARNING, logger="decider.server"):

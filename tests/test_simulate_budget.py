@@ -19,14 +19,14 @@ import pytest
 import yaml
 
 import decider.core.simulate as core_simulate
-from decider import dispatch
-from decider.convert import observed_from_proto
+from decider.contract.convert import observed_from_proto
+from decider.contract.limits import DEFAULT, Limits
 from decider.core.errors import TooLarge
 from decider.core.model import Observed, Options, Plan
 from decider.core.simulate import JOB_FAILED, SimEvent, Step, simulate
-from decider.limits import DEFAULT, Limits
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
+from decider.service import dispatch
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, observe
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import grpc
 import pytest
 import yaml
 
-from decider import convert
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
+from decider.contract import simulate as simulate_contract
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, observe, render
 from decider_client.documents import load_objects, split_jobset
 from support.builders import NOW
@@ -147,7 +147,7 @@ def test_grpc_simulate_matches_in_process_and_raw_objects_simulate_alike(
     with DeciderClient(server.target, timeout=30) as client:
         remote = client.simulate(_request())
         remote_raw = client.simulate(raw)
-    local = convert.simulate_response(_request())
+    local = simulate_contract.simulate_response(_request())
     assert remote.SerializeToString(deterministic=True) == local.SerializeToString(
         deterministic=True) == remote_raw.SerializeToString(deterministic=True)
     assert render.simulation_to_dict(remote)["outcome"]["restarts"] == 2

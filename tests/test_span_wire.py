@@ -24,7 +24,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-from decider.facts import span_attributes
+from decider.telemetry.facts import span_attributes
 from decider_client import telemetry
 from decider_client.sampling import quick_sampler
 from decider_client.span_batch import WireBatchProcessor
@@ -254,9 +254,9 @@ def test_a_lone_surrogate_is_replaced_not_fatal() -> None:
 
 def test_a_failure_writing_telemetry_costs_the_facts_not_the_answer(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from decider import dispatch
-    from decider.limits import Limits
-    from decider.v1 import decider_pb2 as pb
+    from decider.contract.limits import Limits
+    from decider.service import dispatch
+    from decider_api.v1 import decider_pb2 as pb
     from decider_client import observe
     from support.builders import NOW
 

@@ -25,9 +25,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from properties.strategies import to_request
 
 from decider.core.model import Observed
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, telemetry
 from decider_client.aggregates import MemoryMetricReader
 from support.builders import NOW, job, jobset, rjob
@@ -326,9 +326,9 @@ def test_spans_and_metrics_arrive_at_a_real_otlp_receiver(protocol: str, receive
 
 
 def test_prometheus_scrape_on_metrics_port() -> None:
-    """The series a scrape shows are the names the code declares (decider.rpc_telemetry
+    """The series a scrape shows are the names the code declares (decider.service.rpc_telemetry
     METRICS), which the dashboard is checked against."""
-    from decider.rpc_telemetry import METRICS
+    from decider.service.rpc_telemetry import METRICS
 
     port = _free_port()
     proc, target, _ = _serve({}, "--metrics-port", str(port))

@@ -16,8 +16,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from decider.server import BackgroundServer
-from decider.tls_files import ServerCertificates, TLSFiles
+from decider.service.server import BackgroundServer
+from decider.service.tls_files import ServerCertificates, TLSFiles
 from support.cert_rotation import (
     Authority,
     SecretVolume,

@@ -10,9 +10,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"

@@ -23,10 +23,10 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, timestamp_pb2
 from grpc_reflection.v1alpha import reflection
 
-from decider import dispatch
-from decider.limits import DEFAULT
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
+from decider.contract.limits import DEFAULT
+from decider.service import dispatch
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, skew
 from support.cli_run import run_cli
 

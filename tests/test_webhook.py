@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from decider import admission_review as ar
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.webhook import WebhookConfig, request_timeout
+from decider.contract import admission_review as ar
+from decider.service.server import BackgroundServer
+from decider.webhook.server import WebhookConfig, request_timeout
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from fakekube.patch import json_patch
 from support.certs import make_pki
@@ -341,7 +341,7 @@ def test_json_patch_escapes_keys_and_keeps_json_types():
 def test_certificates_are_read_again_when_they_change(tmp_path: Path, pki):
     import shutil
 
-    from decider.webhook import Webhook
+    from decider.webhook.server import Webhook
 
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     shutil.copy(pki.server_cert, cert)

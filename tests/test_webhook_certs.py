@@ -20,7 +20,7 @@ import pytest
 from cryptography import x509
 from kubernetes import client, config
 
-from decider import webhook_certs
+from decider.webhook import certs as webhook_certs
 from fakekube import FakeKube
 from fakekube.resources import DEFAULT_RESOURCES, ResourceType
 

@@ -18,17 +18,36 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from decider.core import constants as c
+from decider.core.jobset import JobSet, ReplicatedJob
 from decider.core.model import Action
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Action))
 
-if TYPE_CHECKING:
-    from decider.core.child_jobs import ReplicatedJobBuilder
+
+class ReplicatedJobBuilder(Protocol):
+    """What the Jobs' JSON is made from: child_jobs.ReplicatedJobBuilder, which imports this
+    module to hand out its Jobs lazily (so the dependency is named here, not imported back)."""
+
+    js: JobSet
+    rjob: ReplicatedJob
+    global_offset: int
+    group_offset: int
+    job_restarts: list[int] | None
+
+    @property
+    def plain(self) -> bool: ...
+
+    def manifest(self, name: str, index_keys: dict[str, str], namespaced: str
+                 ) -> dict[str, Any]: ...
+
+    def build(self, index: int) -> dict[str, Any]: ...
+
+    def json(self, index: int) -> bytes | None: ...
 
 # A marker is a whole JSON string value no real manifest holds (it starts with a NUL).
 _MARKER = "\x00jobset-decider:{}\x00"

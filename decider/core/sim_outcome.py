@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from decider.core import conditions
 from decider.core import constants as c
@@ -17,9 +17,7 @@ from decider.core.failure_policy import counted_restarts
 from decider.core.jobset import parse_jobset
 from decider.core.model import FailureOutcome, ObservedJob, Plan
 from decider.core.sim_cluster import Cluster
-
-if TYPE_CHECKING:
-    from decider.core.simulate import Step
+from decider.core.sim_steps import Step
 
 _RESTART_ALL = (c.RESTART_JOBSET, c.RESTART_JOBSET_IGNORE_MAX)
 

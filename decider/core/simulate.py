@@ -27,13 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.model import Observed, Plan
 from decider.core.sim_cluster import Cluster
 from decider.core.sim_outcome import Outcome, outcome
+from decider.core.sim_steps import SimEvent, Step
 from decider.core.state import PlanTooLarge
 
 JOB_FAILED = "JobFailed"
@@ -53,28 +54,6 @@ MAX_PASSES = 1000
 MAX_EVENTS = 1000
 # A century: far beyond any TTL or schedule, and far inside the range of a timestamp.
 MAX_AT_SECONDS = 100 * 365 * 24 * 3600
-
-
-@dataclass(frozen=True, slots=True)
-class SimEvent:
-    """One hypothetical event, `at_seconds` after the simulation's start."""
-
-    type: str
-    at_seconds: int = 0
-    job: str = ""
-    # JobFailed: the Job's failure reason ("" reads as BackoffLimitExceeded) and message.
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass(slots=True)
-class Step:
-    number: int
-    time: datetime
-    at_seconds: int
-    # Applied just before this pass.
-    events: list[SimEvent]
-    plan: Plan
 
 
 @dataclass(slots=True)

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decider import convert
+from decider.contract import convert
 from decider.core import constants as c
 from decider.core.child_jobs import ReplicatedJobBuilder
 from decider.core.children import RestartCounters
 from decider.core.job_manifests import JobJson, LazyJobAction
 from decider.core.jobset import parse_jobset
 from decider.core.spec_cache import CACHES
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from support.builders import jobset, rjob, run
 
 INDEXES = [0, 1, 7, 10, 99, 12345]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from decider import convert
+from decider.contract import gang as gang_contract
 from decider.core.errors import InvalidInput
 from decider.core.gang import pod_sets
 from decider.core.quantity import INT64_MAX
@@ -191,7 +191,8 @@ def test_the_cli_shape_is_the_cores_whichever_way_it_travels() -> None:
     js = jobset(spec, annotations={P + "required-topology": "rack"})
     js["spec"]["replicatedJobs"].append(copy.deepcopy(js["spec"]["replicatedJobs"][0]))
     js["spec"]["replicatedJobs"][1]["name"] = "leader"
-    got = render.pod_sets_to_dict(convert.pod_sets_response(observe.build_pod_sets_request(js)))
+    got = render.pod_sets_to_dict(
+        gang_contract.pod_sets_response(observe.build_pod_sets_request(js)))
     assert json.dumps(got) == json.dumps({"podSets": [p.to_dict() for p in pod_sets(js)]})
     assert got["podSets"][0]["totalRequests"] == {"cpu": 6000, "memory": 6 * 2 * GI}
 
@@ -235,7 +236,7 @@ def test_a_jobs_min_count_is_kueues(annotations, expected) -> None:
     info = pod_sets(job_with(annotations))[0]
     assert info.min_count == expected
     # Through the contract and back, as the CLI and --server print it: absent when unset.
-    got = render.pod_sets_to_dict(convert.pod_sets_response(
+    got = render.pod_sets_to_dict(gang_contract.pod_sets_response(
         observe.build_pod_sets_request(job_with(annotations))))["podSets"][0]
     assert got.get("minCount", None) == expected
     assert ("minCount" in got) == (expected is not None)

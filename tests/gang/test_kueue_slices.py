@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from decider.convert_gang import pod_sets_response
+from decider.contract.gang import pod_sets_response
 from decider.core.errors import InvalidInput
 from decider.core.gang import pod_sets
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 
 P = "kueue.x-k8s.io/podset-"
 C = P + "slice-required-topology-constraints"

@@ -26,7 +26,7 @@ from decider.core.model import (
     PodTemplateSummary,
     Toleration,
 )
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from support.builders import NOW, UID
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from decider import convert
+from decider.contract import convert
 from decider.core import constants as c
 from decider.core.decide import decide
 from decider.core.errors import InvalidInput
 from decider.core.model import Observed, Plan
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import render
 from properties.strategies import examples, observeds, terminal_state_of, to_request
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from properties.strategies import examples, observeds, paths, to_request
 
 # Far above what any of these inputs needs, far below "unbounded": a pathological pattern under

@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from decider import convert
+from decider.contract import convert
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from decider_client.errors import ObservationError
 from properties.strategies import (

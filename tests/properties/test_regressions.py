@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from decider import convert
+from decider.contract import convert
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob, run
 

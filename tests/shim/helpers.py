@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from fakekube import FakeKube, JobSimulator
 from shim.config import Config

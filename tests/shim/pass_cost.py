@@ -25,7 +25,7 @@ from typing import Any
 
 from kubernetes import client
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from fakekube import FakeKube, Store
 from shim import kube as shim_kube
 from shim.config import Config

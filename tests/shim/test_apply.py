@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import client
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from fakekube import DEFAULT_RESOURCES, FakeKube, ResourceType
 from shim.apply import Applier, StaleObservation
 from shim.kube import Kube, ResourceNotServed

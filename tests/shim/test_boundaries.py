@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN = ("decider.core", "decider.server", "decider.cli", "decider.convert")
+FORBIDDEN = ("decider.core", "decider.service", "decider.cli", "decider.contract")
 
 
 def test_importing_the_shim_loads_no_decider_internals():
@@ -16,7 +16,7 @@ def test_importing_the_shim_loads_no_decider_internals():
         "import sys, shim, shim.main, shim.controller, shim.apply, shim.informer, shim.leader\n"
         f"bad = sorted(m for m in sys.modules if m.startswith({FORBIDDEN!r}))\n"
         "print(','.join(bad))\n"
-        "assert 'decider.v1.decider_pb2' in sys.modules and 'decider_client' in sys.modules\n"
+        "assert 'decider_api.v1.decider_pb2' in sys.modules and 'decider_client' in sys.modules\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
@@ -35,8 +35,6 @@ def test_shim_sources_import_only_the_contract():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             for name in names:
-                if name == "decider" or (
-                    name.startswith("decider.") and not name.startswith("decider.v1")
-                ):
+                if name == "decider" or name.startswith("decider."):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert offenders == []

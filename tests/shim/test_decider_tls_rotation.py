@@ -15,12 +15,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from decider.server import BackgroundServer
-from decider.tls_files import TLSFiles
-from decider.v1 import decider_pb2 as pb
-from decider_client import tls_files
+from decider.service.server import BackgroundServer
+from decider.service.tls_files import TLSFiles
+from decider_api import tls_files
+from decider_api.tls_files import TLSPaths
+from decider_api.v1 import decider_pb2 as pb
 from decider_client.tls_channel import Channels
-from decider_client.tls_files import TLSPaths
 from shim import decider_channel
 from shim.config import parse_args
 from shim.main import decider_client

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from tests.shim.helpers import NS, ScriptedDecider, jobset, rjob, wait_for
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from decider.server import BackgroundServer
+from decider.service.server import BackgroundServer
 from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, wait_for
 
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from decider.server import BackgroundServer
+from decider.service.server import BackgroundServer
 from decider_client import telemetry
 from decider_client.aggregates import MemoryMetricReader
 from shim.telemetry import api_verb, parse_path

@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from decider.core.gang import API_VERSIONS, TARGETS, jobset_gang
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client.observe import build_decide_request
 from fakekube import FakeKube
 from shim.apply import Applier, CreateConflict

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from properties.strategies import examples, observeds, to_request
 
-from decider import convert
+from decider.contract import convert
 from decider.core.errors import InvalidInput
 from decider.core.model import Observed
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 from decider_client.observe import build_decide_request
 from decider_client.render import status_to_dict
 from shim.config import gang_kinds

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from decider.server import BackgroundServer
-from decider.v1 import decider_pb2 as pb
+from decider.service.server import BackgroundServer
+from decider_api.v1 import decider_pb2 as pb
 from shim import decider_channel
 from shim.config import Config
 from shim.health import Health, HealthServer

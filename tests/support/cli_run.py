@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decider import cli
+from decider.cli import main as cli
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -27,7 +27,7 @@ checks = 0
 
 
 def _outcome(decide: Callable[[Observed], Plan], observed: Observed) -> tuple[Any, Any]:
-    from decider import convert
+    from decider.contract import convert
 
     try:
         plan = decide(observed)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from decider import convert
+from decider.contract import convert
 from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.model import ObservedJob, ObservedObject, ObservedPod, Plan
 from decider_client import observe

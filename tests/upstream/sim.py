@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from decider import convert
+from decider.contract import convert
 from decider.core import constants as c
 from decider.core.decide import decide
 from decider.core.model import Plan

@@ -333,7 +333,7 @@ def test_cli_elastic_scaling_patches_live_jobs() -> None:
 
 @pytest.fixture(scope="module")
 def server():
-    from decider.server import BackgroundServer
+    from decider.service.server import BackgroundServer
 
     with BackgroundServer() as srv:
         yield srv

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from decider import convert
-from decider.v1 import decider_pb2 as pb
+from decider.contract import validate as validate_contract
+from decider_api.v1 import decider_pb2 as pb
 
 
 def base(**spec: Any) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def validate(
     )
     if old is not None:
         req.old_object_json = json.dumps(old)
-    resp = convert.validate_response(req)
+    resp = validate_contract.validate_response(req)
     return (
         resp.valid,
         json.loads(resp.object_json or "null"),

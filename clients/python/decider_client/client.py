@@ -7,11 +7,11 @@ from typing import Any
 
 import grpc
 
-from decider.v1 import decider_pb2 as pb
-from decider.v1 import decider_pb2_grpc as pb_grpc
+from decider_api.tls_files import TLSPaths
+from decider_api.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import skew
 from decider_client.tls_channel import Channels
-from decider_client.tls_files import TLSPaths
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 

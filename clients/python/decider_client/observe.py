@@ -3,7 +3,8 @@
 Any client (the shim, the CLI, a scheduler) turns what it observed into the same request with
 this module: the JobSet travels whole as JSON, child Jobs as typed summaries, pods as the few
 fields the in-place restart reads, everything else (Service, PVC, Workload, PodGroup) whole.
-The summaries come from `decider.summarize`, which the server also uses for objects sent whole
+The summaries come from `decider_api.summarize`, which the server also uses for objects
+sent whole
 (`observed_json`), so a client in another language may skip summarizing altogether.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from decider.summarize import (
+from decider_api.summarize import (
     JOB,
     POD,
     ObservationError,
@@ -23,7 +24,7 @@ from decider.summarize import (
     object_summary,
     pod_summary,
 )
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 
 __all__ = ["ObservationError", "build_decide_request", "build_plan_gang_request",
            "build_pod_sets_request", "build_raw_decide_request", "job_summary", "object_summary",

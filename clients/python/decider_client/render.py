@@ -9,37 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decider.v1 import decider_pb2 as pb
-
-ACTION_NAMES = {
-    pb.ACTION_TYPE_CREATE_JOB: "CreateJob",
-    pb.ACTION_TYPE_DELETE_JOB: "DeleteJob",
-    pb.ACTION_TYPE_SUSPEND_JOB: "SuspendJob",
-    pb.ACTION_TYPE_RESUME_JOB: "ResumeJob",
-    pb.ACTION_TYPE_PATCH_JOB: "PatchJob",
-    pb.ACTION_TYPE_CREATE_SERVICE: "CreateService",
-    pb.ACTION_TYPE_CREATE_PVC: "CreatePVC",
-    pb.ACTION_TYPE_CREATE_WORKLOAD: "CreateWorkload",
-    pb.ACTION_TYPE_CREATE_POD_GROUP: "CreatePodGroup",
-    pb.ACTION_TYPE_DELETE_WORKLOAD: "DeleteWorkload",
-    pb.ACTION_TYPE_DELETE_POD_GROUP: "DeletePodGroup",
-    pb.ACTION_TYPE_UPDATE_STATUS: "UpdateStatus",
-    pb.ACTION_TYPE_DELETE_JOB_SET: "DeleteJobSet",
-    pb.ACTION_TYPE_EVENT: "Event",
-    pb.ACTION_TYPE_PATCH_WORKLOAD: "PatchWorkload",
-    pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
-}
-ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
-SIMULATION_EVENT_NAMES = {
-    pb.SIMULATION_EVENT_TYPE_JOB_FAILED: "JobFailed",
-    pb.SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: "JobSucceeded",
-    pb.SIMULATION_EVENT_TYPE_JOB_READY: "JobReady",
-    pb.SIMULATION_EVENT_TYPE_JOB_SUSPENDED: "JobSuspended",
-    pb.SIMULATION_EVENT_TYPE_JOB_RESUMED: "JobResumed",
-    pb.SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED: "JobSetSuspended",
-    pb.SIMULATION_EVENT_TYPE_JOBSET_RESUMED: "JobSetResumed",
-}
-SIMULATION_EVENT_TYPES = {name: value for value, name in SIMULATION_EVENT_NAMES.items()}
+from decider_api.names import (  # noqa: F401 - the names clients read from here
+    ACTION_NAMES,
+    ACTION_TYPES,
+    SIMULATION_EVENT_NAMES,
+    SIMULATION_EVENT_TYPES,
+)
+from decider_api.v1 import decider_pb2 as pb
 
 
 def condition_to_dict(cond: pb.Condition) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from decider.v1 import decider_pb2 as pb
+from decider_api.v1 import decider_pb2 as pb
 
 SERVICE = "decider.v1.Decider"
 _SERVICE = pb.DESCRIPTOR.services_by_name["Decider"]

@@ -31,13 +31,13 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider
 
+from decider_api.version import VERSION
 from decider_client.telemetry_metrics import (
     SECONDS_BUCKETS,
     SECONDS_HISTOGRAMS,
     MetricSpec,
     SdkHistogram,
 )
-from decider_client.version import VERSION
 
 log = logging.getLogger("decider.telemetry")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 
-from decider_client.version import VERSION
+from decider_api.version import VERSION
 
 if TYPE_CHECKING:
     from decider_client.aggregates import Aggregates
@@ -133,7 +133,7 @@ def _prometheus(port: int, env: Mapping[str, str], aggregates: Aggregates | None
                 metrics_data = aggregates.merge(metrics_data)
             super()._receive_metrics(metrics_data, timeout_millis=timeout_millis, **kwargs)
 
-    from decider_client.listen import bind_every_address
+    from decider_api.listen import bind_every_address
 
     host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST") or "0.0.0.0"
     bind_every_address(lambda addr: start_http_server(port, addr=addr), host)

@@ -3,7 +3,7 @@
 Python's gRPC has no channel credentials that re-read files (only C++, Java and Go have a
 file-watching certificate provider), and a channel's credentials are fixed when it is made.
 So the channel is made again: before a call, at most every few seconds, the files are looked
-at (decider_client/tls_files.py); when they hold a new usable set, a new channel replaces
+at (decider_api/tls_files.py); when they hold a new usable set, a new channel replaces
 the old one for the calls that follow, and the old one is closed once the calls it carries
 have returned (closing it at once would cancel them).
 """
@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
-from decider_client.tls_files import FileWatch, Material, TLSPaths
+from decider_api.tls_files import FileWatch, Material, TLSPaths
 
 Stub = TypeVar("Stub")
 
