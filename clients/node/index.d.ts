@@ -181,6 +181,22 @@ export interface ClientOptions {
   credentials?: ChannelCredentials;
   maxMessageBytes?: number;
   channelOptions?: Record<string, unknown>;
+  /**
+   * The retry policy (default: retryPolicy(), the service config every client ships; NO_RETRY:
+   * each call once). A call ending UNAVAILABLE or RESOURCE_EXHAUSTED is sent again after the
+   * server's pushback (grpc-retry-pushback-ms), else an exponential backoff, within its deadline;
+   * RESOURCE_EXHAUSTED without a pushback (an input over a limit) is not.
+   */
+  retry?: RetryPolicy;
+}
+
+/** gRPC's retryPolicy (gRFC A6), durations in milliseconds. */
+export interface RetryPolicy {
+  maxAttempts: number;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  backoffMultiplier?: number;
+  retryableStatusCodes: number[];
 }
 
 export interface CallOptions {
@@ -197,6 +213,9 @@ export interface CallOptions {
 export declare class DeciderClient {
   constructor(target: string, opts?: ClientOptions);
   readonly deadlineMs: number;
+  readonly retry: RetryPolicy;
+  /** Calls sent again since the client was made (each retry once). */
+  readonly retries: number;
   decide(request: DecideRequest, opts?: CallOptions): Promise<DecideResponse>;
   validate(request: ValidateRequest, opts?: CallOptions): Promise<ValidateResponse>;
   planGang(request: PlanGangRequest, opts?: CallOptions): Promise<PlanGangResponse>;
@@ -237,5 +256,14 @@ export declare function simulateRequest(input: SimulateInput): SimulateRequest;
 export declare function timestamp(when: Date | string | number): Timestamp;
 export declare function protoRoot(): string;
 export declare const EVENT_TYPES: Record<string, SimulationEventType>;
+/** The retry service config every client of the decider ships (retry-service-config.json). */
+export declare const RETRY_SERVICE_CONFIG: Record<string, unknown>;
+/** Every call sent once. */
+export declare const NO_RETRY: RetryPolicy;
+/** The retryPolicy of a service config's first methodConfig (default: RETRY_SERVICE_CONFIG). */
+export declare function retryPolicy(config?: Record<string, unknown>): RetryPolicy;
+/** Milliseconds to wait before a retry, and whether a pushback said so; null: no retry. */
+export declare function retryDelay(policy: RetryPolicy, code: number,
+  trailers: { get(key: string): unknown[] } | undefined, backoffs: number): { ms: number; pushed: boolean } | null;
 export declare const status: typeof grpcStatus;
 export declare const credentials: typeof grpcCredentials;

@@ -273,6 +273,81 @@ function simulateRequest({ events = [], maxPasses = 0, ...input }) {
   };
 }
 
+// The retry policy every client of the decider ships, written as gRPC's retry service config
+// (gRFC A6): the same document as the Go and Python clients' (tests/test_client_retry.py checks
+// they agree). The client applies it itself (DeciderClient.call) rather than handing it to
+// grpc-js: grpc-js retries below every interceptor, so no application can count them, and the
+// decider's RESOURCE_EXHAUSTED without a pushback (an input over a limit) must not be retried,
+// which a service config cannot say.
+const RETRY_SERVICE_CONFIG = JSON.parse(
+  fs.readFileSync(path.join(__dirname, 'retry-service-config.json'), 'utf8'));
+// The trailer a server sends to say when to try again: the decider sends 100 (ms) when it
+// sheds load past --max-pending, 500 when a decision worker was lost.
+const PUSHBACK = 'grpc-retry-pushback-ms';
+
+/** Seconds of a service config duration ("0.1s"). */
+function durationMs(text, field) {
+  const match = typeof text === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(text) : null;
+  if (!match || !(Number(match[1]) > 0)) {
+    throw new TypeError(`${field}: must be a positive duration such as "0.1s", got ${inspect(text)}`);
+  }
+  return Number(match[1]) * 1000;
+}
+
+/**
+ * The retry policy of a gRPC service config's first methodConfig, in milliseconds:
+ * { maxAttempts, initialBackoffMs, maxBackoffMs, backoffMultiplier, retryableStatusCodes }.
+ */
+function retryPolicy(config = RETRY_SERVICE_CONFIG) {
+  const field = 'methodConfig[0].retryPolicy';
+  const p = config?.methodConfig?.[0]?.retryPolicy;
+  if (!p) throw new TypeError(`${field}: missing`);
+  if (!Number.isInteger(p.maxAttempts) || p.maxAttempts < 1) {
+    throw new TypeError(`${field}.maxAttempts: must be 1 or more, got ${inspect(p.maxAttempts)}`);
+  }
+  if (typeof p.backoffMultiplier !== 'number' || !(p.backoffMultiplier > 0)) {
+    throw new TypeError(`${field}.backoffMultiplier: must be positive, got ${inspect(p.backoffMultiplier)}`);
+  }
+  const codes = (p.retryableStatusCodes ?? []).map((name) => {
+    if (!Object.hasOwn(grpc.status, name)) {
+      throw new TypeError(`${field}.retryableStatusCodes: not a status code: ${inspect(name)}`);
+    }
+    return grpc.status[name];
+  });
+  return {
+    maxAttempts: p.maxAttempts,
+    initialBackoffMs: durationMs(p.initialBackoff, `${field}.initialBackoff`),
+    maxBackoffMs: durationMs(p.maxBackoff, `${field}.maxBackoff`),
+    backoffMultiplier: p.backoffMultiplier,
+    retryableStatusCodes: codes,
+  };
+}
+
+/** Every call sent once. */
+const NO_RETRY = Object.freeze({ maxAttempts: 1, retryableStatusCodes: [] });
+
+/**
+ * Milliseconds to wait before sending again a call that ended with `code` and `trailers`
+ * (grpc.Metadata), and whether a pushback said so; null when it is not to be sent again.
+ * `backoffs`: the retries since the last pushback. As gRFC A6: a pushback of 0 or more is the
+ * wait (and starts the backoff over), a negative or malformed one forbids a retry; one rule
+ * more, RESOURCE_EXHAUSTED without a pushback (an input over the decider's limits, a message
+ * over gRPC's) is never retried.
+ */
+function retryDelay(policy, code, trailers, backoffs) {
+  if (!policy.retryableStatusCodes.includes(code)) return null;
+  const pushback = trailers?.get(PUSHBACK) ?? [];
+  if (pushback.length > 0) {
+    const text = String(pushback[0]);
+    if (pushback.length > 1 || !/^\d+$/.test(text)) return null;
+    return { ms: Number(text), pushed: true };
+  }
+  if (code === grpc.status.RESOURCE_EXHAUSTED) return null;
+  const limit = Math.min(policy.initialBackoffMs * policy.backoffMultiplier ** Math.min(backoffs, 64),
+    policy.maxBackoffMs);
+  return { ms: Math.random() * limit, pushed: false };
+}
+
 function metadataOf(headers) {
   const md = new grpc.Metadata();
   for (const [key, value] of Object.entries(headers ?? {})) md.add(key, value);
@@ -289,6 +364,9 @@ class DeciderClient {
     const Decider = deciderService();
     const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.deadlineMs = checkDeadlineMs(opts.deadlineMs ?? DEFAULT_DEADLINE_MS);
+    this.retry = opts.retry ?? retryPolicy();
+    /** Calls sent again since the client was made (each retry once). */
+    this.retries = 0;
     this.stub = new Decider(target, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
@@ -296,17 +374,36 @@ class DeciderClient {
     });
   }
 
-  call(method, request, { deadlineMs, metadata } = {}) {
-    // In the executor, so that a bad deadline or request rejects the promise.
-    return new Promise((resolve, reject) => {
-      const ms = checkDeadlineMs(deadlineMs ?? this.deadlineMs);
-      const deadline = ms === Infinity ? Infinity : new Date(Date.now() + ms);
-      const message = conform(this.stub.constructor.service[method].requestType.type, request, '');
-      this.stub[method](message, metadataOf(metadata), { deadline }, (err, response) => {
-        if (err) reject(err);
-        else resolve(response);
-      });
-    });
+  /**
+   * One RPC under the retry policy. Every attempt runs within the call's one deadline; a retry
+   * that could only start after it is not waited for: the call rejects with the last attempt's
+   * error, the server's code, details and trailers (err.metadata) intact.
+   */
+  async call(method, request, { deadlineMs, metadata } = {}) {
+    const ms = checkDeadlineMs(deadlineMs ?? this.deadlineMs);
+    const deadline = ms === Infinity ? Infinity : new Date(Date.now() + ms);
+    const message = conform(this.stub.constructor.service[method].requestType.type, request, '');
+    let backoffs = 0;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        // eslint-disable-next-line no-await-in-loop
+        return await new Promise((resolve, reject) => {
+          this.stub[method](message, metadataOf(metadata), { deadline }, (err, response) => {
+            if (err) reject(err);
+            else resolve(response);
+          });
+        });
+      } catch (err) {
+        if (attempt >= this.retry.maxAttempts) throw err;
+        const wait = retryDelay(this.retry, err.code, err.metadata, backoffs);
+        if (wait === null) throw err;
+        backoffs = wait.pushed ? 0 : backoffs + 1;
+        if (deadline !== Infinity && deadline.getTime() - Date.now() <= wait.ms) throw err;
+        // eslint-disable-next-line no-await-in-loop
+        await new Promise((resolve) => { setTimeout(resolve, wait.ms); });
+        this.retries += 1;
+      }
+    }
   }
 
   /** One reconcile pass: the plan. */
@@ -334,6 +431,10 @@ module.exports = {
   timestamp,
   protoRoot,
   EVENT_TYPES,
+  RETRY_SERVICE_CONFIG,
+  NO_RETRY,
+  retryPolicy,
+  retryDelay,
   status: grpc.status,
   credentials: grpc.credentials,
 };
