@@ -9,13 +9,24 @@ and for ordinary ones, at several message lengths:
   short messages, and a pattern stops growing its message once one match takes over --cap
   seconds, so the script never hangs.
 
+With --budget it prints instead what a costly pattern Go accepts costs the decider (go_regex's
+budget), cold, as a new worker process meets it:
+- in process: the admission check (`pattern_error`) and a decision's compile and match
+  (`compile_go_regex(...).matches`), with the pattern caches emptied before each pattern;
+- through `decider serve --workers 1` (this checkout, and --baseline REF's beside it): the
+  first Decide that carries the pattern (a failed Job's message to match), then a second;
+- the match time of a pattern at the budget against a hostile message, by length: what is
+  left once compiling is bounded (linear in the message, RE2's NFA once its DFA gives up).
+
 Usage: python bench/patterns_bench.py [--cap SECONDS]
+       python bench/patterns_bench.py --budget [--baseline REF]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import random
 import re
 import statistics
 import sys
@@ -26,7 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from decider.core.go_regex import compile_go_regex  # noqa: E402
+import re2  # noqa: E402
+
+from decider.core import go_regex  # noqa: E402
+from decider.core.go_regex import compile_go_regex, pattern_error  # noqa: E402
 
 # The Job controller's message when a Job runs out of retries.
 BACKOFF = "Job has reached the specified backoff limit"
@@ -77,7 +91,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cap", type=float, default=2.0,
                         help="stop lengthening a message under re once a match takes this long")
+    parser.add_argument("--budget", action="store_true",
+                        help="cold compile costs of costly patterns Go accepts (see above)")
+    parser.add_argument("--baseline", help="with --budget: git ref of a server to compare")
     args = parser.parse_args()
+    if args.budget:
+        budget(args.baseline)
+        return
 
     print("## Pathological patterns (no match), Python's re (old path)\n")
     print("| pattern | " + " | ".join(f"n={n}" for n in RE_PATHOLOGICAL_LENGTHS) + " |")
@@ -110,6 +130,113 @@ def main() -> None:
             search = re.compile(rewritten).search
             cells = [fmt(timed(functools.partial(search, t))) for t in texts]
             print(f"| `{pattern}` | re | " + " | ".join(cells) + " |")
+
+
+# Costly patterns Go accepts (issue 20's first two), then the costliest the budget admits.
+COSTLY = [
+    r"\pL{999}", r"\pL{998}", r"(?:\pL\pN\pL){300}", r"(?i)\pL{999}", r"[^\pL]{1000}",
+    "a{0,1000}" * 11, r"\pL{4}",
+    r"(?i)\pL{3}", r"[\x{80}-\x{10FFFF}]{600}", r"(?i)[\pL\PL]" * 8, "(?s).{400}", "a" * 4000,
+    "[a-q][^u-z]{500}x", "(?i)oomkilled|out of memory",
+]
+
+
+def _shown(pattern: str) -> str:
+    return pattern if len(pattern) <= 28 else f"{pattern[:20]}... ({len(pattern)} chars)"
+
+
+def _cold() -> None:
+    # Both the new check's cache and the old one's, whichever this checkout has, and re2's.
+    for name in ("check_pattern", "_compile"):
+        cached = getattr(go_regex, name, None)
+        if cached is not None:
+            cached.cache_clear()
+    re2.purge()
+
+
+def budget(baseline: str | None) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import tempfile
+
+    import grpc
+    from soak import Server, _checkout, _decide, _jobset
+
+    print("## Cold cost of a pattern, in process\n")
+    print("| pattern | admitted | check (Validate) | compile + match (Decide) |")
+    print("|---|---|---:|---:|")
+    for pattern in COSTLY:
+        _cold()
+        start = time.perf_counter()
+        refused = pattern_error(pattern)
+        check = time.perf_counter() - start
+        _cold()
+        start = time.perf_counter()
+        compiled = compile_go_regex(pattern)
+        if compiled is not None:
+            compiled.matches(BACKOFF)
+        decide = time.perf_counter() - start
+        verdict = "yes" if refused is None else "no"
+        print(f"| `{_shown(pattern)}` | {verdict} | {fmt(check)} | {fmt(decide)} |")
+
+    def request(pattern: str) -> bytes:
+        js = _jobset(failurePolicy={"maxRestarts": 3, "rules": [{
+            "name": "r", "action": "FailJobSet", "onJobFailureMessagePatterns": [pattern]}]})
+        failed = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "trainer-leader-0", "uid": "u-leader-0", "labels": {
+                "jobset.sigs.k8s.io/jobset-name": "trainer",
+                "jobset.sigs.k8s.io/replicatedjob-name": "leader",
+                "jobset.sigs.k8s.io/restart-attempt": "0",
+                "jobset.sigs.k8s.io/job-index": "0"},
+            "ownerReferences": [{"uid": js["metadata"].get("uid", ""), "controller": True,
+                                 "kind": "JobSet", "name": "trainer"}]},
+            "spec": {"parallelism": 1, "completions": 1},
+            "status": {"failed": 1, "conditions": [
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                 "message": BACKOFF, "lastTransitionTime": "2026-01-01T00:30:00Z"}]}}
+        return _decide(js, [failed]).SerializeToString()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = [Server("this checkout", ROOT, 1)]
+        if baseline:
+            servers.append(Server(baseline, _checkout(baseline, Path(tmp)), 1))
+        try:
+            print("\n## Decide through `decider serve --workers 1`: first call with the pattern"
+                  " (cold), second\n")
+            print("| pattern | " + " | ".join(s.label for s in servers) + " |")
+            print("|---|" + "---:|" * len(servers))
+            for pattern in COSTLY:
+                payload = request(pattern)
+                cells = []
+                for server in servers:
+                    with grpc.insecure_channel(server.target) as channel:
+                        call = channel.unary_unary("/decider.v1.Decider/Decide")
+                        spent = []
+                        for _ in range(2):
+                            start = time.perf_counter()
+                            try:
+                                call(payload, timeout=60)
+                            except grpc.RpcError as err:
+                                spent.append(-1.0)
+                                print(f"<!-- {server.label}: {err.code().name} -->")
+                                continue
+                            spent.append(time.perf_counter() - start)
+                        cells.append(" / ".join(fmt(t) if t >= 0 else "error" for t in spent))
+                print(f"| `{_shown(pattern)}` | " + " | ".join(cells) + " |")
+        finally:
+            for server in servers:
+                server.stop()
+
+    print("\n## Matching, once compiled: a pattern at the budget, hostile message (no match)\n")
+    hostile = "[a-q][^u-z]{500}x"  # 4,013 instructions; messages from a-t make its DFA explode
+    compiled = compile_go_regex(hostile)
+    print(f"`{hostile}`; the message is pseudo-random letters a-t\n")
+    print("| message | match |")
+    print("|---:|---:|")
+    rng = random.Random(1)
+    for n in (1_000, 32_768, 262_144):
+        text = "".join(rng.choice("abcdefghijklmnopqrst") for _ in range(n))
+        assert compiled is not None
+        print(f"| {n:,} B | {fmt(timed(functools.partial(compiled.matches, text), 0.5))} |")
 
 
 if __name__ == "__main__":

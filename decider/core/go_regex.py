@@ -13,10 +13,25 @@ matching `\\n`, Perl classes and `\\b` ASCII-only, Unicode `\\pN`), so posix_syn
 one_line, perl_classes and word_boundary (POSIX-mode switches) are left alone. longest_match off:
 leftmost-first, as regexp.Compile (not CompilePOSIX). UTF-8, case-sensitive unless `(?i)`,
 dot_nl and never_nl off (Go has no such modes). log_errors off: the core does no I/O.
-max_mem 24 MiB: RE2 refuses a pattern whose program would not fit. `\\pL{1000}`, which Go
-accepts, needs about 1.2 million RE2 instructions and 20 MiB while compiling (RE2's 8 MiB default
-refuses it); 24 MiB takes it with room for the match wrapper below. Once compiled it holds about
-6 MiB; the compiled patterns kept (`_compile`'s cache and re2's own) are bounded in number.
+
+What a pattern may cost (a deliberate difference: Go's regexp has no such budget). Go compiles
+a pattern when a Job fails; the decider compiles it in every worker process that decides the
+JobSet, so an admitted pattern must compile in milliseconds. RE2's compile time grows with its
+program: `\\pL` alone is ~1,200 instructions, `\\pL{999}` 1.2 million, compiled twice (checked,
+then wrapped to match) in 0.8 s on a quiet machine and 5-7 s of a loaded worker, for each new
+count sent. The failure-message patterns of one JobSet share one budget (pattern_budget.py
+spends it in document order):
+- BUDGET_INSTRUCTIONS of RE2 program in all, each pattern counting INSTRUCTIONS_PER_PATTERN more
+  (compiling even `a` costs about that much, so many tiny patterns cannot add up to seconds);
+- BUDGET_BYTES of pattern text, which bounds RE2's parsing;
+- BUDGET_UNICODE_CLASSES `\\p`/`\\P` classes: RE2 builds each from hundreds of ranges while
+  parsing, ~0.1 ms, even where the program it yields is small (`[\\pL\\PL]` is any character).
+The size is checked before RE2 does the costly part: `go_regex_shape.outline` bounds what counted
+repeats expand to (RE2 expands `a{0,1000}` into a thousand nodes before compiling), and the check
+compiles with a small max_mem (_CHECK_MAX_MEM), so RE2 gives up on a larger program after about
+the work an admitted one costs; the exact program size (RE2's `programsize`) is then compared.
+The matcher is compiled with a larger max_mem (_MATCH_MAX_MEM): its program is known to be small
+by then, and the rest is room for RE2's DFA state cache.
 
 Where RE2 C++ and Go's regexp still differ, the pattern is refused here, naming the construct.
 Go refuses these, RE2 would accept them (so refusing keeps "valid exactly as Go"):
@@ -30,7 +45,7 @@ Go refuses these, RE2 would accept them (so refusing keeps "valid exactly as Go"
   (Go's factoring of common prefixes out of alternatives is allowed for, not modelled), so a
   pattern admitted fits Go's limits; one near them may be refused though Go would take it.
 Go accepts these, RE2 refuses them or cannot match them as Go does (deliberate differences):
-- Patterns over RE2's program limit (max_mem above), or longer than MAX_PATTERN_BYTES.
+- Patterns over the decider's budget (above).
 - Go 1.25+'s loose Unicode class names (`\\p{greek}`, `\\p{Letter}`, `\\p{ASCII}`,
   `\\p{Assigned}`, `\\p{Cn}`, `\\p{LC}`): RE2 knows only the exact names.
 - A lone surrogate in a pattern: not UTF-8 (Go's JSON decoding would have made it U+FFFD).
@@ -49,18 +64,44 @@ can differ in `\\pL`-style classes and case folding; not chased.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import re2
 
-from decider.core.go_regex_shape import go_shape
+from decider.core.go_regex_shape import Outline, go_limits, outline
 
-RE2_MAX_MEM = 24 << 20
-# Compiling is linear in the pattern but not cheap: a Unicode class such as \pL costs RE2 about
-# half a millisecond, so a long pattern of them costs seconds before it is known whether it fits.
-# Real failure-message patterns are a few dozen characters; longer ones are refused.
-MAX_PATTERN_BYTES = 8192
+# The budget shared by the failure-message patterns of one JobSet (see above). Measured on a
+# quiet machine (bench/patterns_bench.py --budget): the costliest admitted set compiles in a
+# few milliseconds.
+BUDGET_INSTRUCTIONS = 4096
+INSTRUCTIONS_PER_PATTERN = 64
+BUDGET_BYTES = 8192
+BUDGET_UNICODE_CLASSES = 16
+# The most one pattern may compile to: the whole budget less its own fixed share.
+MAX_INSTRUCTIONS = BUDGET_INSTRUCTIONS - INSTRUCTIONS_PER_PATTERN
+# RE2 allows a program about max_mem / 12 instructions (two thirds of max_mem, 8 bytes each)
+# as it compiles, before removing the no-ops it wrote (`[a-q][^u-z]{500}x` passes 5,400 on its
+# way to 4,013): 128 KiB stops it near 10,900, so refusing costs at most a few budgets' work.
+_CHECK_MAX_MEM = 128 << 10
+_CHECK_LIMIT = 10_900
+# The matcher's program is known to fit by then: this is room for RE2's DFA state cache (a state
+# of a 4,000-instruction program is ~16 KB, and RE2 wants room for 20 of them). A hostile message
+# that thrashes the cache sends RE2 to its NFA, linear in the message (bench/patterns_bench.py).
+_MATCH_MAX_MEM = 4 << 20
+# Go's size of a pattern, bounded from above by go_regex_shape.outline, past which RE2 is not
+# asked: RE2 expands counted repeats (a{0,1000} into a thousand nodes) before compiling, ~0.1 us
+# each, work max_mem does not stop. Go's size is near RE2's program for most patterns, but
+# counts alternatives and empty repeats that RE2 compiles to nothing: the margin admits those.
+_EXPANSION_LIMIT = 20_000
+BUDGET_TEXT = (
+    f"a JobSet's failure-message patterns may together compile to at most "
+    f"{BUDGET_INSTRUCTIONS:,} RE2 instructions ({INSTRUCTIONS_PER_PATTERN} counted per pattern), "
+    f"with at most {BUDGET_BYTES:,} bytes and {BUDGET_UNICODE_CLASSES} Unicode classes, so that "
+    "compiling them costs a decision milliseconds (the decider's limit: Go's regexp accepts "
+    "this pattern)"
+)
 
 _NOT_GO = "is not supported by Go's regexp, which the JobSet controller uses"
 # RE2's error codes in Go's wording, so a message reads like Go's own "error parsing regexp".
@@ -73,9 +114,6 @@ _GO_WORDING = {
     "bad repetition operator": "invalid nested repetition operator",
     "invalid perl operator": "invalid or unsupported Perl syntax",
     "invalid named capture group": "invalid named capture",
-    "pattern too large - compile failed": (
-        f"pattern too large for RE2's program limit ({RE2_MAX_MEM >> 20} MiB)"
-    ),
 }
 # What a Perl or Python user meant by a fragment RE2 refused.
 _PERL_GROUPS = {
@@ -89,9 +127,11 @@ _PERL_GROUPS = {
 }
 # Go's encoding/json (and so the API server) decodes a lone surrogate escape as U+FFFD.
 _SURROGATES_TO_FFFD = {cp: 0xFFFD for cp in range(0xD800, 0xE000)}
+# An escape pair, or quoted text (\Q...\E, where \p is literal): \p and \P name Unicode classes.
+_ESCAPES = re.compile(r"\\Q.*?(?:\\E|\Z)|\\(.)", re.DOTALL)
 
 
-def _options(*, captures: bool) -> re2.Options:
+def _options(*, captures: bool, max_mem: int) -> re2.Options:
     opts = re2.Options()
     opts.posix_syntax = False  # RE2's Perl mode is Go's syntax.Perl (one_line etc. implied)
     opts.longest_match = False  # leftmost-first, as regexp.Compile
@@ -101,14 +141,14 @@ def _options(*, captures: bool) -> re2.Options:
     opts.never_nl = False  # Go has no such mode
     opts.literal = False
     opts.never_capture = not captures
-    opts.max_mem = RE2_MAX_MEM
+    opts.max_mem = max_mem
     opts.log_errors = False  # the core does no I/O
     return opts
 
 
 # Validation parses with captures, as Go does (group names are checked); matching without.
-_PARSE_OPTIONS = _options(captures=True)
-_MATCH_OPTIONS = _options(captures=False)
+_PARSE_OPTIONS = _options(captures=True, max_mem=_CHECK_MAX_MEM)
+_MATCH_OPTIONS = _options(captures=False, max_mem=_MATCH_MAX_MEM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +156,7 @@ class GoRegexp:
     """An admitted pattern; `matches` answers as Go's regexp.MatchString(pattern, message)."""
 
     pattern: str
+    instructions: int  # RE2's program size for the pattern, charged to its JobSet's budget
     _anchored: Any = field(repr=False)  # re2's compiled `(?s:.)*?(?:pattern)`
 
     def matches(self, message: str) -> bool:
@@ -127,54 +168,94 @@ class GoRegexp:
         return self._anchored.match(data) is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Why a pattern is refused, and the compile work spent finding out (in RE2 instructions:
+    a pattern over the budget has cost about the whole budget)."""
+
+    message: str
+    instructions: int = 0
+
+
 def pattern_error(pattern: str) -> str | None:
-    """The admission message for a pattern Go's regexp.Compile refuses or RE2 cannot match as Go
-    does; None when it is accepted."""
-    compiled = _compile(pattern)
-    return compiled if isinstance(compiled, str) else None
+    """The admission message for a pattern Go's regexp.Compile refuses, RE2 cannot match as Go
+    does, or over the budget on its own; None when it is accepted. A JobSet's patterns share
+    the budget: admission and decisions go through pattern_budget."""
+    compiled = check_pattern(pattern)
+    return compiled.message if isinstance(compiled, Refused) else None
 
 
 def compile_go_regex(pattern: str) -> GoRegexp | None:
     """The matcher for an admitted pattern; None for one admission refuses (upstream treats a
     pattern that does not compile as never matching)."""
-    compiled = _compile(pattern)
+    compiled = check_pattern(pattern)
     return compiled if isinstance(compiled, GoRegexp) else None
 
 
+def unicode_classes(pattern: str) -> int:
+    """How many Unicode classes (`\\pL`, `\\P{Greek}`...) the pattern names, inside or outside
+    brackets; quoted text is not counted."""
+    return sum(m.group(1) in ("p", "P") for m in _ESCAPES.finditer(pattern))
+
+
 @functools.lru_cache(maxsize=128)
-def _compile(pattern: str) -> GoRegexp | str:
-    why, open_quote = _refusal(pattern)
+def check_pattern(pattern: str) -> GoRegexp | Refused:
+    """The pattern on its own: its matcher, or why it is refused."""
+    why, open_quote, spent = _refusal(pattern)
     if why is None:
         wrapped = "(?s:.)*?(?:" + pattern + ("\\E" if open_quote else "") + ")"
         try:
-            return GoRegexp(pattern, re2.compile(wrapped, _MATCH_OPTIONS))
+            return GoRegexp(pattern, spent, re2.compile(wrapped, _MATCH_OPTIONS))
         except re2.error as err:
-            # Only RE2's program limit can refuse the wrapper of a pattern that compiled alone.
+            # Not expected: the pattern compiled alone, within a far smaller max_mem.
             why = _go_message(_text(err), pattern)
-    return f"invalid regular expression {_shown(pattern)}: {why}"
+    return Refused(f"invalid regular expression {shown_pattern(pattern)}: {why}", spent)
 
 
-def _shown(pattern: str, limit: int = 200) -> str:
+def shown_pattern(pattern: str, limit: int = 200) -> str:
     # A refused pattern can be megabytes long; the message names its start.
     if len(pattern) <= limit:
         return repr(pattern)
     return f"{pattern[:limit]!r}... ({len(pattern)} characters)"
 
 
-def _refusal(pattern: str) -> tuple[str | None, bool]:
-    """Why the pattern is refused (None: accepted), and whether it ends inside an open \\Q."""
+def too_large(what: str) -> str:
+    return f"too large for the decider: {what}; {BUDGET_TEXT}"
+
+
+def _refusal(pattern: str) -> tuple[str | None, bool, int]:
+    """Why the pattern is refused (None: accepted), whether it ends inside an open \\Q, and its
+    RE2 program size (or the compile work spent refusing it). The cheap checks come first, so
+    that no pattern costs RE2 more than about the budget before it is refused."""
     try:
         size = len(pattern.encode())
     except UnicodeEncodeError as err:
-        return f"invalid UTF-8: lone surrogate at offset {err.start}", False
-    if size > MAX_PATTERN_BYTES:
-        return (f"longer than {MAX_PATTERN_BYTES} bytes ({size}), the decider's limit on a "
-                "failure-message pattern"), False
+        return f"invalid UTF-8: lone surrogate at offset {err.start}", False, 0
+    if size > BUDGET_BYTES:
+        return too_large(f"{size:,} bytes long"), False, 0
+    if (classes := unicode_classes(pattern)) > BUDGET_UNICODE_CLASSES:
+        return too_large(f"{classes} Unicode classes (\\p, \\P)"), False, 0
     try:
-        re2.compile(pattern, _PARSE_OPTIONS)
+        shape: Outline | None = outline(pattern)
+    except (IndexError, ValueError):
+        shape = None  # malformed: RE2 says where, having parsed at most the budget's bytes
+    if shape is not None and shape.why is not None:
+        return shape.why, False, 0
+    if shape is not None and shape.size > _EXPANSION_LIMIT:
+        return too_large(f"it expands to about {shape.size:,} instructions"), False, 0
+    try:
+        program = re2.compile(pattern, _PARSE_OPTIONS).programsize
     except re2.error as err:
-        return _go_message(_text(err), pattern), False
-    return go_shape(pattern)
+        text = _text(err)
+        if text.startswith("pattern too large"):
+            return (too_large(f"RE2 compiles it to more than {MAX_INSTRUCTIONS:,} instructions"),
+                    False, BUDGET_INSTRUCTIONS)
+        return _go_message(text, pattern), False, 0
+    if program > MAX_INSTRUCTIONS:
+        return too_large(f"RE2 compiles it to {program:,} instructions"), False, program
+    # RE2 accepted it, so the outline cannot fail now (a failure here is a bug, and raises).
+    why, open_quote = go_limits(shape if shape is not None else outline(pattern))
+    return why, open_quote, program
 
 
 def _text(err: re2.error) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 from decider.core import access as acc
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
-from decider.core.go_regex import GoRegexp, compile_go_regex
+from decider.core.go_regex import GoRegexp
+from decider.core.pattern_budget import PatternBudget
 
 
 def enum(value: Any, path: str, allowed: tuple[str, ...], default: str) -> str:
@@ -215,6 +216,7 @@ def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
         return None
     fp = acc.as_map(value, path)
     rules = []
+    budget = PatternBudget()
     for i, r in enumerate(acc.as_list(fp.get("rules"), f"{path}.rules")):
         rpath = f"{path}.rules[{i}]"
         r = acc.as_map(r, rpath)
@@ -232,9 +234,9 @@ def _parse_failure_policy(value: Any, path: str) -> FailurePolicy | None:
                               enumerate(acc.as_list(r.get("onJobFailureReasons"),
                                                     f"{rpath}.onJobFailureReasons"))),
             # Upstream compiles with Go's regexp when a Job fails, and a pattern that does not
-            # compile never matches; admission refuses those, a JobSet that skipped it reads
-            # them as None.
-            patterns=tuple(compile_go_regex(p) for p in patterns),
+            # compile never matches; admission refuses those, and those past the JobSet's
+            # pattern budget: a JobSet that skipped it reads them as None.
+            patterns=tuple(budget.matcher(p) for p in patterns),
             targets=frozenset(acc.as_str(x, f"{rpath}.targetReplicatedJobs[{j}]") for j, x in
                               enumerate(acc.as_list(r.get("targetReplicatedJobs"),
                                                     f"{rpath}.targetReplicatedJobs"))),

@@ -167,9 +167,10 @@ REFUSED_ROWS = [
     pytest.param("(" * (GO_MAX_HEIGHT + 1) + ")" * (GO_MAX_HEIGHT + 1), "nests too deeply",
                  id="limit/nesting-depth"),
     pytest.param("(?:" * 1000 + ")*" * 1000, "nests too deeply", id="limit/nested-stars"),
-    pytest.param("a" * 8193, "longer than 8192 bytes (8193), the decider's limit",
+    pytest.param("a" * 8193, "too large for the decider: 8,193 bytes long",
                  id="limit/pattern-bytes"),
-    pytest.param(r"(?:\pL\pN\pL){1000}", "RE2's program limit", id="limit/re2-max-mem"),
+    pytest.param(r"(?:\pL\pN\pL){1000}", "RE2 compiles it to more than 4,032 instructions",
+                 id="limit/budget-re2-program"),
 ]
 
 
@@ -197,13 +198,7 @@ def test_go_size_limit_is_bounded_beyond_the_length_limit() -> None:
 
 def test_refusal_message_quotes_a_long_pattern_briefly() -> None:
     message = pattern_error("(" * 5000 + ")" * 5000)
-    assert message is not None and len(message) < 500 and "10000 characters" in message
-
-
-def test_large_class_repeat_fits_the_program_limit() -> None:
-    # Go sizes \pL as one instruction; RE2 needs ~1,200 for it, so 8 MiB would refuse this.
-    compiled = compile_go_regex(r"^\pL{1000}$")
-    assert compiled is not None and compiled.matches("\u00e9" * 1000)
+    assert message is not None and len(message) < 700 and "10000 characters" in message
 
 
 def test_message_with_a_lone_surrogate_does_not_raise() -> None:

@@ -24,7 +24,7 @@ from decider.core.admission._util import (
 )
 from decider.core.child_jobs import mounts_volume, pvc_name
 from decider.core.errors import FieldError
-from decider.core.go_regex import pattern_error
+from decider.core.pattern_budget import PatternBudget
 
 _RULE_NAME_RE = re.compile(limits.RULE_NAME_PATTERN, re.ASCII)
 
@@ -54,12 +54,14 @@ def success_policy_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 
 def _pattern_errors(rules: list[Any]) -> list[FieldError]:
-    """Deliberate difference: upstream compiles these only when a Job fails, logs a bad one
-    and treats it as never matching, which silently disables the rule."""
+    """Deliberate differences: upstream compiles these only when a Job fails, logs a bad one
+    and treats it as never matching, which silently disables the rule; and the patterns of a
+    JobSet share a compile budget (pattern_budget), which Go's regexp does not have."""
     errs: list[FieldError] = []
+    budget = PatternBudget()
     for i, rule in enumerate(rules):
         for j, pattern in enumerate(as_list(as_dict(rule).get("onJobFailureMessagePatterns"))):
-            if isinstance(pattern, str) and (message := pattern_error(pattern)) is not None:
+            if isinstance(pattern, str) and (message := budget.refusal(pattern)) is not None:
                 path = f"spec.failurePolicy.rules[{i}].onJobFailureMessagePatterns[{j}]"
                 errs.append(FieldError(path, message))
     return errs
