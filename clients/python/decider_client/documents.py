@@ -17,8 +17,14 @@ def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
 
     Raises ObservationError with a one-line reason when the text is not YAML/JSON objects.
     """
+    from_json = _JSON_START.match(text) is not None
     try:
-        docs = _json_values(text) if _JSON_START.match(text) else yaml_guard.load_all(text)
+        docs = _json_values(text) if from_json else yaml_guard.load_all(text)
+    except DuplicateField as exc:
+        where = f"{source}: document {exc.document + 1}" if exc.documents > 1 else source
+        raise ObservationError(where, f"duplicate field {json.dumps(exc.path)} (the API server "
+                                      "refuses an object that sets a field twice under "
+                                      "kubectl's default --validate=strict)") from None
     except json.JSONDecodeError as exc:
         raise ObservationError(source, f"not valid YAML or JSON at line {exc.lineno}, "
                                        f"column {exc.colno}: {exc.msg}") from None
@@ -49,9 +55,19 @@ def load_objects(text: str, source: str = "input") -> list[dict[str, Any]]:
         else:
             out.append(doc)
     # Round-trip through JSON so YAML-only values (dates, non-string keys) cannot reach anything
-    # downstream in a form the API server would never send.
+    # downstream in a form the API server would never send. A key YAML told apart from another
+    # only by its type (`1` and `"1"`) is the same field once written as JSON.
     try:
-        return json.loads(json.dumps(out, default=_reject), parse_float=_as_sent)
+        as_json = json.dumps(out, default=_reject)
+        if from_json:  # every key a string already: nothing new can repeat
+            return json.loads(as_json, parse_float=_as_sent)  # type: ignore[no-any-return]
+        # One level deeper than read (the list of objects): the depth was checked then.
+        return _json_values(as_json, _as_sent, limit_depth=False)[0]  # type: ignore[no-any-return]
+    except DuplicateField as exc:
+        index, _, path = exc.path.partition(".")
+        raise ObservationError(f"{source}: object {int(index.strip('[]')) + 1}",
+                               f"duplicate field {json.dumps(path)} once its keys are written "
+                               "as JSON strings (a YAML key that is not a string)") from None
     except ValueError as exc:
         raise ObservationError(source, str(exc)) from None
 
@@ -64,12 +80,64 @@ _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{\[\]}]')
 
 
-def _json_values(text: str) -> list[Any]:
+class DuplicateField(ValueError):
+    """A JSON object that sets a field twice: the first such field, as a path."""
+
+    def __init__(self, document: int, documents: int, path: str) -> None:
+        super().__init__(path)
+        self.document, self.documents, self.path = document, documents, path
+
+
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """An object read from JSON that set `key` more than once (the last value kept)."""
+
+    key: str
+
+
+def _first_repeated(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise AssertionError("no key repeats")
+
+
+def _duplicate_path(value: Any, path: str = "") -> str | None:
+    """The path of the first field set twice, in document order, as the API server names it
+    (`spec.template.spec.containers[0].imagePullPolicy`)."""
+    if isinstance(value, dict):
+        if isinstance(value, _Duplicated):
+            return f"{path}.{value.key}" if path else value.key
+        for key, item in value.items():
+            if (found := _duplicate_path(item, f"{path}.{key}" if path else key)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := _duplicate_path(item, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
+def _json_values(text: str, parse_float: Any = None, *, limit_depth: bool = True) -> list[Any]:
     """The JSON values in `text`, one after another as Go's json.Decoder reads a stream;
     json.JSONDecodeError, with the place, when it is not JSON or is nested more than
-    yaml_guard.MAX_DEPTH levels deep (a node at that depth counted as the YAML reader does)."""
-    deep = _too_deep_at(text)
-    decoder = json.JSONDecoder()
+    yaml_guard.MAX_DEPTH levels deep (a node at that depth counted as the YAML reader does);
+    DuplicateField when an object sets a field twice, as the API server's strict decoding
+    (kubectl's default) refuses it."""
+    deep = _too_deep_at(text) if limit_depth else None
+    duplicated: list[_Duplicated] = []
+
+    def read_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        marked = _Duplicated(obj)
+        marked.key = _first_repeated(pairs)
+        duplicated.append(marked)
+        return marked
+
+    decoder = json.JSONDecoder(object_pairs_hook=read_object, parse_float=parse_float)
     values: list[Any] = []
     pos = _JSON_SPACE.match(text).end()
     try:
@@ -86,6 +154,9 @@ def _json_values(text: str) -> list[Any]:
     if deep is not None:
         raise json.JSONDecodeError(f"nested more than {yaml_guard.MAX_DEPTH} levels deep",
                                    text, deep)
+    for i, value in enumerate(values if duplicated else ()):
+        if (path := _duplicate_path(value)) is not None:
+            raise DuplicateField(i, len(values), path)
     return values
 
 

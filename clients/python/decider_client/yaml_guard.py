@@ -5,7 +5,9 @@ PyYAML's safe loader builds an alias as a second reference to the anchored objec
 JSON round trip of `decider decide -f` took minutes and gigabytes before giving up. go-yaml,
 behind kubectl and the API server, refuses "excessive aliasing" instead; this loader applies the
 same budget. Deep nesting ran PyYAML's recursive composer out of stack (a RecursionError
-traceback); it is refused at a depth no Kubernetes object comes near.
+traceback); it is refused at a depth no Kubernetes object comes near. A key set twice in one
+mapping is refused (`cat a.yaml b.yaml` without a `---` between them had merged two JobSets into
+one, the second's values over the first's).
 
 Scalars are read and written as go-yaml v2 (kubectl's YAML, through sigs.k8s.io/yaml) reads
 them, since a file must mean the same values to the decider as to kubectl: a plain scalar is
@@ -17,6 +19,7 @@ written quoted.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -58,6 +61,7 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
         self._aliases = 0
+        self._root: yaml.Node | None = None
 
     def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
         # Every plain scalar (implicit[0]: untagged or tagged "!", as go-yaml's plain_implicit)
@@ -99,10 +103,12 @@ class _Loader(yaml.SafeLoader):
         place of the `<<`, so the constructor's last-one-wins assignment gives go-yaml's
         values."""
         pairs: list[tuple[yaml.Node, yaml.Node]] = []
+        seen: dict[tuple[type, Any], yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _VALUE:  # an explicit !!value key: a string, as PyYAML has it
                 key_node.tag = _STR
             if key_node.tag != _MERGE:
+                self._check_unique(node, key_node, seen)
                 pairs.append((key_node, value_node))
                 continue
             if isinstance(value_node, yaml.MappingNode):
@@ -121,6 +127,31 @@ class _Loader(yaml.SafeLoader):
                 self.flatten_mapping(source)
                 pairs.extend(source.value)
         node.value = pairs
+
+    def _check_unique(self, node: yaml.MappingNode, key_node: yaml.Node,
+                      seen: dict[tuple[type, Any], yaml.Node]) -> None:
+        """A key written twice in one mapping is refused, as go-yaml's strict decoding and the
+        API server's strict field validation refuse it; PyYAML, like kubectl's own YAML to JSON
+        conversion, kept the last. Keys are compared as values (`1` and `0x1` are one key, the
+        string "1" another). A merge (`<<`) may still set a key the mapping sets itself."""
+        key = self.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault((type(key), key), key_node)
+        except TypeError:  # a mapping or list as a key: the constructor refuses it
+            return
+        if first is key_node:
+            return
+        shown = json.dumps(key) if isinstance(key, str) else str(key)
+        hint = ""
+        if node is self._root and key in ("apiVersion", "kind"):
+            hint = ": two objects run together? Separate YAML documents with a '---' line"
+        raise ConstructorError(
+            None, None, f"key {shown} already set in map (first at line "
+            f"{first.start_mark.line + 1}){hint}", key_node.start_mark)
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._root = node
+        return super().construct_document(node)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
