@@ -151,7 +151,7 @@ def test_bad_input_exits_2_naming_the_problem(text: str, expected: str, via_serv
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["decide", "-f", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+    (["decide", "-f", "/nonexistent.yaml"], 'the path "/nonexistent.yaml" does not exist'),
     (["decide", "-f", str(EXAMPLE), "--now", "yesterday"], "--now: 'yesterday' is not"),
     (["decide", "-f", str(EXAMPLE), "--feature-gates", "RestartJob"], "--feature-gates"),
     (["decide"], "the following arguments are required: -f/--file"),

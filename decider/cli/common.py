@@ -8,8 +8,6 @@ import sys
 from datetime import UTC, datetime
 from typing import NoReturn
 
-from decider.core.times import parse_rfc3339
-
 EXIT_INVALID = 2
 EXIT_UNAVAILABLE = 1
 
@@ -70,6 +68,8 @@ def read_input(path: str) -> str:
 def parse_now(text: str | None) -> datetime:
     """--now, read as the decider reads the times of its input (RFC 3339, as Go's time.Parse):
     a shell variable left empty is refused rather than taken for the wall clock."""
+    from decider.core.times import parse_rfc3339
+
     if text is None:
         return datetime.now(UTC)
     t = parse_rfc3339(text)

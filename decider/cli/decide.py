@@ -13,22 +13,22 @@ from decider.cli.common import (
     UsageError,
     parse_gates,
     parse_now,
-    read_input,
 )
+from decider.cli.files import add_file_flags, read_objects
 from decider_client import observe, render
-from decider_client.documents import group_by_jobset, jobset_key, load_objects
+from decider_client.documents import group_by_jobset, jobset_key
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    objects = load_objects(read_input(args.file), args.file)
-    groups = group_by_jobset(objects, args.file)
+    objects, source = read_objects(args)
+    groups = group_by_jobset(objects, source)
     if args.name:
         wanted = args.name if "/" in args.name else None
         picked = [g for g in groups if jobset_key(g[0]) == wanted
                   or (wanted is None and jobset_key(g[0]).split("/", 1)[1] == args.name)]
         if len(picked) != 1:
             raise UsageError(f"--name: {'no' if not picked else 'more than one'} JobSet "
-                             f"{args.name!r} in {args.file} (it holds "
+                             f"{args.name!r} in {source} (it holds "
                              + ", ".join(jobset_key(g[0]) for g in groups) + ")"
                              + ("; name it as namespace/name" if picked else ""))
         groups = picked
@@ -51,12 +51,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
-    decide = sub.add_parser("decide", help="one reconcile pass: print the plan")
-    decide.add_argument("-f", "--file", required=True,
-                        help="YAML/JSON: JobSets and the objects they own, as `kubectl get "
-                             "jobset,jobs,svc -o yaml` prints them ('-' for stdin); several "
-                             "JobSets print a plan each, keyed by namespace/name")
+def add_arguments(decide: argparse.ArgumentParser) -> None:
+    add_file_flags(decide, "YAML/JSON: JobSets and the objects they own, as `kubectl get "
+                           "jobset,jobs,svc -o yaml` prints them; several JobSets print a plan "
+                           "each, keyed by namespace/name")
     decide.add_argument("--name", default="",
                         help="decide only this JobSet of the file (NAME or NAMESPACE/NAME)")
     decide.add_argument("--now", help="the time of the decision, RFC 3339 (default: now)")

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from decider.cli.calls import call, server_target
-from decider.cli.common import GANG_API_VERSIONS, GANG_TARGETS, read_input
+from decider.cli.common import GANG_API_VERSIONS, GANG_TARGETS
+from decider.cli.files import add_file_flags, read_objects
 from decider_client import observe, render
-from decider_client.documents import load_objects, split_subject
+from decider_client.documents import split_subject
 
 
 def cmd_gang(args: argparse.Namespace) -> int:
-    objects = load_objects(read_input(args.file), args.file)
-    subject, existing = split_subject(objects, args.file)
+    objects, source = read_objects(args)
+    subject, existing = split_subject(objects, source)
     request = observe.build_plan_gang_request(subject, existing, args.api_version, args.target)
     # Both paths go through the contract, so --server prints the same bytes as in-process.
     response = call(args, "plan_gang", request)
@@ -24,20 +24,17 @@ def cmd_gang(args: argparse.Namespace) -> int:
 
 
 def cmd_podsets(args: argparse.Namespace) -> int:
-    objects = load_objects(read_input(args.file), args.file)
-    subject, _ = split_subject(objects, args.file)
+    objects, source = read_objects(args)
+    subject, _ = split_subject(objects, source)
     request = observe.build_pod_sets_request(subject, args.api_version)
     response = call(args, "pod_sets", request)
     sys.stdout.write(render.dumps(render.pod_sets_to_dict(response), args.output))
     return 0
 
 
-def add_parsers(sub: Any) -> None:
-    gang = sub.add_parser("gang", help="gang scheduling: the Workload/PodGroups a Job or JobSet "
-                                       "needs, and its pod-template references")
-    gang.add_argument("-f", "--file", required=True,
-                      help="YAML/JSON: a batch/v1 Job or a JobSet, and any Workloads/PodGroups "
-                           "that exist ('-' for stdin)")
+def add_gang_arguments(gang: argparse.ArgumentParser) -> None:
+    add_file_flags(gang, "YAML/JSON: a batch/v1 Job or a JobSet, and any Workloads/PodGroups "
+                         "that exist")
     gang.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
     gang.add_argument("--target", default="", help=GANG_TARGETS)
     gang.add_argument("--server", type=server_target,
@@ -45,10 +42,9 @@ def add_parsers(sub: Any) -> None:
     gang.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     gang.set_defaults(func=cmd_gang)
 
-    podsets = sub.add_parser("podsets", help="Kueue's pod sets of a Job or JobSet beside the "
-                                             "gang minCount of each")
-    podsets.add_argument("-f", "--file", required=True,
-                         help="YAML/JSON: a batch/v1 Job or a JobSet ('-' for stdin)")
+
+def add_podsets_arguments(podsets: argparse.ArgumentParser) -> None:
+    add_file_flags(podsets, "YAML/JSON: a batch/v1 Job or a JobSet")
     podsets.add_argument("--api-version", default="", help=GANG_API_VERSIONS)
     podsets.add_argument("--server", type=server_target,
                          help="ask a running decider at HOST:PORT instead")

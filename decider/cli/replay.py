@@ -150,9 +150,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if differing else 0
 
 
-def add_parser(sub: Any) -> None:
-    replay_cmd = sub.add_parser("replay", help="decide every decision-log line again; print "
-                                               "those whose answer differs (exit 1 if any)")
+def add_arguments(replay_cmd: argparse.ArgumentParser) -> None:
     replay_cmd.add_argument("file", help="a file written by `decider serve --decision-log` "
                                          "('-' for stdin)")
     replay_cmd.set_defaults(func=cmd_replay)

@@ -380,7 +380,6 @@ def _webhook_flags(serve: argparse.ArgumentParser) -> None:
                         help="credentials for it (default: the in-cluster service account)")
 
 
-def add_parser(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="run the gRPC server (and the admission webhook)")
+def add_arguments(serve: argparse.ArgumentParser) -> None:
     serve_flags(serve)
     serve.set_defaults(func=cmd_serve)

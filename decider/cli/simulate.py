@@ -18,10 +18,10 @@ from decider.cli.common import (
     UsageError,
     parse_gates,
     parse_now,
-    read_input,
 )
+from decider.cli.files import add_file_flags, read_objects
 from decider_client import observe, render
-from decider_client.documents import load_objects, split_jobset
+from decider_client.documents import split_jobset
 
 
 class _EventFlag(argparse.Action):
@@ -85,8 +85,8 @@ def simulation_events(flags: list[tuple[str, Any, int, str]]) -> list[Any]:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from decider_api.v1 import decider_pb2 as pb
 
-    objects = load_objects(read_input(args.file), args.file)
-    jobset, owned = split_jobset(objects, args.file)
+    objects, source = read_objects(args)
+    jobset, owned = split_jobset(objects, source)
     observed = observe.build_decide_request(
         jobset, owned, parse_now(args.now), controller_name=args.controller_name,
         feature_gates=parse_gates(args.feature_gates), gang_api_version=args.gang_api_version,
@@ -98,13 +98,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
+def add_arguments(sim: argparse.ArgumentParser) -> None:
     from decider.core.simulate import DEFAULT_MAX_PASSES, MAX_PASSES
 
-    sim = sub.add_parser("simulate", help="what if? Decide passes rolled forward under "
-                                          "hypothetical events, to an outcome")
-    sim.add_argument("-f", "--file", required=True,
-                     help="YAML/JSON: one JobSet and the objects it owns ('-' for stdin)")
+    add_file_flags(sim, "YAML/JSON: one JobSet and the objects it owns")
     sim.add_argument("--now", help="when the simulation starts, RFC 3339 (default: now)")
     events = sim.add_argument_group(
         "events (each at the time of the --at before it; several at one time apply in order)")

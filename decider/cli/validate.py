@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from decider.cli.calls import call, server_target
 from decider.cli.common import EXIT_INVALID, GANG_API_VERSIONS, parse_gates, read_input
+from decider.cli.files import add_file_flags, read_objects
 from decider_client import observe, render
 from decider_client.documents import load_objects, split_subject
 
@@ -19,8 +19,8 @@ GANG_KINDS = ("Workload", "PodGroup")
 def cmd_validate(args: argparse.Namespace) -> int:
     from decider_api.v1 import decider_pb2 as pb
 
-    objects = load_objects(read_input(args.file), args.file)
-    subject, others = split_subject(objects, args.file)
+    objects, source = read_objects(args)
+    subject, others = split_subject(objects, source)
     # A Job is checked against the PodGroups that exist; a JobSet against its PVCs.
     wanted = GANG_KINDS if subject.get("kind") == "Job" else ("PersistentVolumeClaim",)
     request = pb.ValidateRequest(
@@ -38,12 +38,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if response.valid else EXIT_INVALID
 
 
-def add_parser(sub: Any) -> None:
-    validate = sub.add_parser("validate", help="admission: default and validate a JobSet, or "
-                                               "check a Job update against the gang rules")
-    validate.add_argument("-f", "--file", required=True,
-                          help="the JobSet, or a batch/v1 Job and the PodGroups that exist "
-                               "('-' for stdin)")
+def add_arguments(validate: argparse.ArgumentParser) -> None:
+    add_file_flags(validate, "the JobSet (and the PVCs that exist), or a batch/v1 Job and the "
+                             "PodGroups that exist")
     validate.add_argument("--old", help="the stored JobSet or Job, to validate an update")
     validate.add_argument("--feature-gates", help="e.g. RestartJob=true")
     validate.add_argument("--api-version", default="",
