@@ -130,12 +130,30 @@ def test_an_unknown_feature_gate_is_refused_naming_the_known_ones(command: str) 
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "decider: --feature-gates: options.feature_gates[Nope]: unknown feature gate 'Nope'; "
-        "known gates: ElasticJobSet, InPlaceRestart, RestartJob, TLSOptions")
+        "known gates: ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, "
+        "JobSetActiveDeadlineSeconds, JobSetGangOfGangs, JobSetWorkloadAwareSchedulingAPI, "
+        "MutablePodResourcesForSuspendedJobSets, RestartJob, TLSOptions")
 
 
 def test_known_feature_gates_are_still_taken() -> None:
     out = run("decider.cli", "decide", "-f", str(EXAMPLE), "--now", NOW, "--feature-gates",
               "RestartJob=true,ElasticJobSet=false")
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("gate", [
+    "ExecutionAttemptsTracking",  # KEP-1282, #1283
+    "JobSetActiveDeadlineSeconds",  # KEP-1186, #1320
+    "MutablePodResourcesForSuspendedJobSets",  # KEP-1150, #1273
+    "JobSetWorkloadAwareSchedulingAPI",  # KEP-969, #1250
+    "JobSetGangOfGangs",  # KEP-969 alpha 2
+])
+@pytest.mark.parametrize("command", ["decide", "validate"])
+def test_upstreams_newer_gates_are_known(command: str, gate: str) -> None:
+    args = [command, "-f", str(EXAMPLE), "--feature-gates", f"{gate}=true"]
+    if command == "decide":
+        args += ["--now", NOW]
+    out = run("decider.cli", *args)
     assert out.returncode == 0, out.stderr
 
 

@@ -44,11 +44,25 @@ GATE_RESTART_JOB = "RestartJob"
 GATE_IN_PLACE_RESTART = "InPlaceRestart"
 GATE_ELASTIC_JOBSET = "ElasticJobSet"
 GATE_TLS_OPTIONS = "TLSOptions"
+# Gates of upstream's work after v0.12 (spec/upstream-next.md §1.8), all alpha and off:
+# execution attempts (KEP-1282, #1283), activeDeadlineSeconds (KEP-1186, #1320), container
+# resources mutable while suspended (KEP-1150, #1273), spec.scheduling (KEP-969, #1250) and its
+# CompositePodGroup tree (KEP-969 alpha 2).
+GATE_EXECUTION_ATTEMPTS = "ExecutionAttemptsTracking"
+GATE_ACTIVE_DEADLINE = "JobSetActiveDeadlineSeconds"
+GATE_MUTABLE_POD_RESOURCES = "MutablePodResourcesForSuspendedJobSets"
+GATE_WORKLOAD_AWARE_SCHEDULING = "JobSetWorkloadAwareSchedulingAPI"
+GATE_GANG_OF_GANGS = "JobSetGangOfGangs"
 GATE_DEFAULTS: dict[str, bool] = {
     GATE_IN_PLACE_RESTART: False,
     GATE_RESTART_JOB: False,
     GATE_ELASTIC_JOBSET: False,
     GATE_TLS_OPTIONS: True,
+    GATE_EXECUTION_ATTEMPTS: False,
+    GATE_ACTIVE_DEADLINE: False,
+    GATE_MUTABLE_POD_RESOURCES: False,
+    GATE_WORKLOAD_AWARE_SCHEDULING: False,
+    GATE_GANG_OF_GANGS: False,
 }
 
 # Condition types.
