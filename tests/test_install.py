@@ -179,7 +179,17 @@ def test_our_crd_is_structural_with_status_and_upstreams_printer_columns() -> No
     assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
         ("TerminalState", ".status.terminalState"), ("Restarts", ".status.restarts"),
         ("Completed", '.status.conditions[?(@.type=="Completed")].status'),
-        ("Suspended", ".spec.suspend"), ("Age", ".metadata.creationTimestamp")]
+        ("Suspended", ".spec.suspend"),
+        # KEP-1186's column (type date).
+        ("StartTime", ".status.startTime"), ("Age", ".metadata.creationTimestamp")]
+    status = SCHEMA["properties"]["status"]["properties"]
+    assert status["startTime"] == {
+        "description": status["startTime"]["description"], "type": "string",
+        "format": "date-time"}
+    assert (status["executionAttempts"]["format"], status["executionAttempts"]["minimum"]) == (
+        "int32", 0)
+    deadline = SCHEMA["properties"]["spec"]["properties"]["activeDeadlineSeconds"]
+    assert (deadline["format"], deadline["minimum"]) == ("int64", 1)
     pod = SCHEMA["properties"]["spec"]["properties"]["replicatedJobs"]["items"]["properties"][
         "template"]["properties"]["spec"]["properties"]["template"]
     assert pod["x-kubernetes-preserve-unknown-fields"] is True
