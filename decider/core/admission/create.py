@@ -173,6 +173,26 @@ def _in_place_errors(path: str, name: str, job_spec: dict[str, Any]) -> list[Fie
     return errs
 
 
+ACTIVE_DEADLINE_GATE_OFF = (
+    f"cannot be set when {c.GATE_ACTIVE_DEADLINE} feature gate is disabled")
+
+
+def active_deadline_gate_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None,
+                                gates: Mapping[str, bool]) -> list[FieldError]:
+    """KEP-1186's gate guard (webhook @4f0cbded): with JobSetActiveDeadlineSeconds off, a
+    JobSet may not set activeDeadlineSeconds on create, nor set or change it on update; an
+    unchanged value and clearing it are always allowed (a JobSet created while the gate was on
+    stays updatable)."""
+    if gates.get(c.GATE_ACTIVE_DEADLINE):
+        return []
+    value = spec.get("activeDeadlineSeconds")
+    if value is None:
+        return []
+    if old_spec is not None and old_spec.get("activeDeadlineSeconds") == value:
+        return []
+    return [FieldError("spec.activeDeadlineSeconds", ACTIVE_DEADLINE_GATE_OFF)]
+
+
 def webhook_create_errors(
     obj: dict[str, Any],
     gates: Mapping[str, bool],
@@ -191,6 +211,7 @@ def webhook_create_errors(
                 "is disabled",
             )
         )
+    errs.extend(active_deadline_gate_errors(spec, None, gates))
     rjobs = as_list(spec.get("replicatedJobs"))
     # Present at all, even as an empty list: the webhook tests the Go slice against nil.
     if rjobs and present(rjobs[0], "dependsOn"):

@@ -385,6 +385,8 @@ SPEC = Obj(
         ),
         "managedBy": Str(),
         "ttlSecondsAfterFinished": Int(minimum=0),
+        # KEP-1186: +kubebuilder:validation:Minimum=1, whatever the gate says.
+        "activeDeadlineSeconds": Int(bits=64, minimum=1),
         "volumeClaimPolicies": Arr(
             Obj(
                 {

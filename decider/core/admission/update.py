@@ -22,7 +22,11 @@ from decider.core.admission._util import (
     semantic_equal,
     typed_equal,
 )
-from decider.core.admission.create import rjob_name_errors, unknown_field_errors
+from decider.core.admission.create import (
+    active_deadline_gate_errors,
+    rjob_name_errors,
+    unknown_field_errors,
+)
 from decider.core.admission.defaulting import apply_structural_defaults
 from decider.core.admission.schema import schema_errors
 from decider.core.errors import FieldError
@@ -31,6 +35,8 @@ FIELD_IMMUTABLE = "field is immutable"
 # Pod-template fields Kueue must be able to change while a JobSet is (being) suspended, as
 # the webhook lists them: metadata labels and annotations, and these pod spec fields.
 _SUSPENDED_MUTABLE_POD_SPEC = ("nodeSelector", "tolerations", "schedulingGates")
+# ... and with MutablePodResourcesForSuspendedJobSets (#1273), these containers' resources.
+_RESOURCE_CONTAINERS = ("containers", "initContainers")
 # The schema node of spec.replicatedJobs ([]ReplicatedJob), for the typed comparison.
 _REPLICATED_JOBS = crd.SPEC.props["replicatedJobs"]
 
@@ -125,8 +131,34 @@ def _child(parent: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _mask_container_resources(pod_spec: dict[str, Any], old_pod_spec: dict[str, Any]) -> None:
+    """mungeContainerResources (#1273): each container in the compared copy takes the requests
+    and limits of the old container of the same name, so those may change; a container without
+    a namesake, and every other field (resources.claims included), is compared as sent."""
+    for key in _RESOURCE_CONTAINERS:
+        containers = pod_spec.get(key)
+        if not isinstance(containers, list) or not containers:
+            continue
+        old_resources: dict[str, dict[str, Any]] = {}
+        for old in as_list(old_pod_spec.get(key)):
+            old = as_dict(old)
+            if isinstance(old.get("name"), str):
+                # A Go map filled in list order: a later namesake wins.
+                old_resources[old["name"]] = as_dict(old.get("resources"))
+        for container in containers:
+            if not isinstance(container, dict) or container.get("name") not in old_resources:
+                continue
+            old = old_resources[container["name"]]
+            resources = _child(container, "resources")
+            if resources is None:
+                continue
+            _copy_field(resources, old, "requests")
+            _copy_field(resources, old, "limits")
+
+
 def _mask_suspended_fields(
-    new_spec: dict[str, Any], munged: list[Any], old_by_name: Mapping[str, dict[str, Any]]
+    new_spec: dict[str, Any], munged: list[Any], old_by_name: Mapping[str, dict[str, Any]],
+    resources: bool = False,
 ) -> None:
     """While old or new is suspended, the Kueue-mutable pod-template fields take the old
     values in the copy that is compared, i.e. they may change.
@@ -151,6 +183,8 @@ def _mask_suspended_fields(
         if spec is not None:
             for key in _SUSPENDED_MUTABLE_POD_SPEC:
                 _copy_field(spec, old_pod_spec, key)
+            if resources:
+                _mask_container_resources(spec, old_pod_spec)
 
 
 def webhook_update_errors(
@@ -168,7 +202,9 @@ def webhook_update_errors(
     if gates.get(c.GATE_ELASTIC_JOBSET):
         errs.extend(_elastic_errors(new_spec, munged, old_by_name, _is_terminal(old)))
     if new_spec.get("suspend") is True or old_spec.get("suspend") is True:
-        _mask_suspended_fields(new_spec, munged, old_by_name)
+        _mask_suspended_fields(new_spec, munged, old_by_name,
+                               resources=bool(gates.get(c.GATE_MUTABLE_POD_RESOURCES)))
+    errs.extend(active_deadline_gate_errors(new_spec, old_spec, gates))
     # ValidateImmutableField: Semantic.DeepEqual on the decoded []ReplicatedJob, so the
     # comparison is typed (quantities by value, nil pointers apart from empty structs).
     if not typed_equal(munged, old_spec.get("replicatedJobs"), _REPLICATED_JOBS):
