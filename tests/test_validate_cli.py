@@ -146,8 +146,13 @@ def test_an_old_object_that_is_no_jobset_is_refused_not_compared(tmp_path: Path,
 @pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")
                                            if "kind: JobSet" in p.read_text()))
 def test_every_example_jobset_is_admissible(example: str) -> None:
-    """The README's walk-throughs start from these files: upstream's webhook must admit them."""
-    out = decider("validate", "-f", str(ROOT / "examples" / example), "-o", "json")
+    """The README's walk-throughs start from these files: upstream's webhook must admit them,
+    with the feature gates an example names on a `# feature-gates: ...` line."""
+    path = ROOT / "examples" / example
+    gates = [line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
+             if line.startswith("# feature-gates:")]
+    args = ["--feature-gates", gates[0]] if gates else []
+    out = decider("validate", "-f", str(path), "-o", "json", *args)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -30,6 +30,8 @@ export interface PodTemplateSummary {
   nodeSelector?: Record<string, string>;
   tolerations?: Toleration[];
   schedulingGates?: string[];
+  /** Suspended Jobs only: spec.template.spec.containers / initContainers as JSON lists. */
+  containersJson?: string; initContainersJson?: string;
 }
 
 /** A child Job summarized by the caller; send `observedJson` instead to skip summarizing. */
@@ -70,13 +72,17 @@ export type ActionType =
   | 'ACTION_TYPE_CREATE_PVC' | 'ACTION_TYPE_CREATE_WORKLOAD' | 'ACTION_TYPE_CREATE_POD_GROUP'
   | 'ACTION_TYPE_DELETE_WORKLOAD' | 'ACTION_TYPE_DELETE_POD_GROUP' | 'ACTION_TYPE_UPDATE_STATUS'
   | 'ACTION_TYPE_DELETE_JOB_SET' | 'ACTION_TYPE_EVENT' | 'ACTION_TYPE_PATCH_WORKLOAD'
-  | 'ACTION_TYPE_PATCH_POD_GROUP';
+  | 'ACTION_TYPE_PATCH_POD_GROUP' | 'ACTION_TYPE_UPDATE_SERVICE';
 
 export interface Action {
   type: ActionType; name: string; namespace: string; apiVersion: string; kind: string;
   uid: string; objectJson: string; patchJson: string; clearStartTime: boolean;
   propagationPolicy: string; reason: string;
   event: { type: string; reason: string; message: string } | null;
+  /** UpdateStatus: the status to write at this point of the plan; null: the response's. */
+  status: JobSetStatus | null;
+  /** An event to record if the action fails; '{error}' stands for the API server's error. */
+  onFailure: { type: string; reason: string; message: string } | null;
 }
 
 export interface ReplicatedJobStatus {
@@ -88,6 +94,10 @@ export interface JobSetStatus {
   conditions: Condition[]; restarts: number; restartsCountTowardsMax: number;
   terminalState: string; replicatedJobsStatus: ReplicatedJobStatus[];
   previousInPlaceRestartAttempt?: number; currentInPlaceRestartAttempt?: number;
+  /** ExecutionAttemptsTracking: unset while the JobSet never ran. */
+  executionAttempts?: number;
+  /** JobSetActiveDeadlineSeconds: RFC 3339, '' when unset. */
+  startTime: string;
 }
 
 export interface FailurePolicyDecision {
@@ -168,6 +178,8 @@ export interface SimulationOutcome {
   deletedJobs: string[]; failurePolicy: FailurePolicyDecision[]; summary: string;
   passes: number; settled: boolean; endTime: string; jobsetDeleted: boolean;
   eventsNotApplied: string[];
+  /** When activeDeadlineSeconds failed the JobSet (RFC 3339); '' when it did not. */
+  deadlineExceededTime: string;
 }
 export interface SimulateResponse { steps: SimulationStep[]; outcome: SimulationOutcome; }
 

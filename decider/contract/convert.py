@@ -18,7 +18,7 @@ import orjson
 from decider.contract import jobset_texts, json_input, limits
 from decider.contract.limits import Limits
 from decider.contract.observed_origins import Origins, Sent
-from decider.contract.proto_view import job_views
+from decider.contract.proto_view import job_views, pod_template
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput, TooLarge
 from decider.core.job_manifests import LazyJobAction
@@ -32,8 +32,6 @@ from decider.core.model import (
     ObservedPod,
     Options,
     Plan,
-    PodTemplateSummary,
-    Toleration,
 )
 from decider.version import VERSION
 from decider_api import summarize
@@ -98,7 +96,6 @@ def options_from_proto(opts: pb.Options, lim: Limits = limits.DEFAULT) -> Option
 def _job(msg: pb.ObservedJob) -> ObservedJob:
     # The proto maps are handed over as they are: the core only reads them, and copying ten
     # thousand Jobs' labels into dicts cost more than the whole decision (bench/decide_bench.py).
-    pt = msg.pod_template
     return ObservedJob(
         name=msg.name, uid=msg.uid, controller_uid=msg.controller_uid,
         labels=msg.labels, annotations=msg.annotations,
@@ -113,15 +110,7 @@ def _job(msg: pb.ObservedJob) -> ObservedJob:
         creation_timestamp=msg.creation_timestamp,
         deletion_timestamp=msg.deletion_timestamp,
         start_time=msg.start_time,
-        pod_template=PodTemplateSummary(
-            labels=pt.labels, annotations=pt.annotations, node_selector=pt.node_selector,
-            tolerations=[Toleration(key=t.key, operator=t.operator, value=t.value,
-                                    effect=t.effect,
-                                    toleration_seconds=t.toleration_seconds
-                                    if t.HasField("toleration_seconds") else None)
-                         for t in pt.tolerations],
-            scheduling_gates=list(pt.scheduling_gates),
-        ) if msg.HasField("pod_template") else None,
+        pod_template=pod_template(msg),
         resource_version=msg.resource_version,
     )
 
@@ -312,6 +301,12 @@ def _fill_action(msg: pb.Action, a: Action) -> None:
     if a.event is not None:
         msg.event.CopyFrom(pb.Event(type=a.event.type, reason=a.event.reason,
                                     message=a.event.message))
+    if a.on_failure is not None:
+        msg.on_failure.CopyFrom(pb.Event(type=a.on_failure.type, reason=a.on_failure.reason,
+                                         message=a.on_failure.message))
+    if a.status is not None:
+        msg.status.SetInParent()
+        _fill_status(msg.status, a.status)
 
 
 def status_to_proto(status: dict[str, Any]) -> pb.JobSetStatus:
@@ -349,9 +344,13 @@ def _fill_status(msg: pb.JobSetStatus, status: dict[str, Any]) -> None:
         if restarts:
             entry.job_restarts_count_towards_max.extend(restarts)
     for key, attr in (("previousInPlaceRestartAttempt", "previous_in_place_restart_attempt"),
-                      ("currentInPlaceRestartAttempt", "current_in_place_restart_attempt")):
+                      ("currentInPlaceRestartAttempt", "current_in_place_restart_attempt"),
+                      ("executionAttempts", "execution_attempts")):
         if status.get(key) is not None:
             setattr(msg, attr, status[key])
+    start = status.get("startTime")
+    if start:
+        msg.start_time = start
 
 
 def failure_policy_to_proto(d: FailureOutcome) -> pb.FailurePolicyDecision:

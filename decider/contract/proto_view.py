@@ -11,9 +11,11 @@ that keeps or changes Jobs (the simulator) gets plain ObservedJobs from convert.
 
 from __future__ import annotations
 
+import json
 from operator import attrgetter
 from typing import Any
 
+from decider.core.errors import InvalidInput
 from decider.core.model import ObservedJob, PodTemplateSummary, Toleration
 from decider_api.v1 import decider_pb2 as pb
 
@@ -27,6 +29,34 @@ def _toleration(t: pb.Toleration) -> Toleration:
     return Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect,
                       toleration_seconds=t.toleration_seconds
                       if t.HasField("toleration_seconds") else None)
+
+
+def containers(text: str, job: str, field: str) -> list[Any] | None:
+    """A Job's containers sent as JSON (PodTemplateSummary.containers_json): None when not sent;
+    InvalidInput naming the Job when not a JSON list of objects."""
+    if not text:
+        return None
+    where = f"jobs[name={job}].pod_template.{field}"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput.at(where, f"is not JSON: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        raise InvalidInput.at(where, "must be a JSON list of objects")
+    return value
+
+
+def pod_template(msg: pb.ObservedJob) -> PodTemplateSummary | None:
+    """The summary of a Job's pod template as the core reads it."""
+    if not msg.HasField("pod_template"):
+        return None
+    pt = msg.pod_template
+    return PodTemplateSummary(
+        labels=pt.labels, annotations=pt.annotations, node_selector=pt.node_selector,
+        tolerations=[_toleration(t) for t in pt.tolerations],
+        scheduling_gates=list(pt.scheduling_gates),
+        containers=containers(pt.containers_json, msg.name, "containers_json"),
+        init_containers=containers(pt.init_containers_json, msg.name, "init_containers_json"))
 
 
 # The fields every pass reads of every Job: fetched in one C call when the view is made and
@@ -62,14 +92,7 @@ class JobView(ObservedJob):
     @property
     def pod_template(self) -> PodTemplateSummary | None:  # type: ignore[override]
         # Read only when a Job is resumed: built then, not kept.
-        msg = self._m
-        if not msg.HasField("pod_template"):
-            return None
-        pt = msg.pod_template
-        return PodTemplateSummary(labels=pt.labels, annotations=pt.annotations,
-                                  node_selector=pt.node_selector,
-                                  tolerations=[_toleration(t) for t in pt.tolerations],
-                                  scheduling_gates=list(pt.scheduling_gates))
+        return pod_template(self._m)
 
     def __repr__(self) -> str:
         return f"JobView({self._m.name!r})"

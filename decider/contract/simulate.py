@@ -54,6 +54,8 @@ def _outcome_to_proto(o: Outcome) -> pb.SimulationOutcome:
         summary=o.summary, passes=o.passes, settled=o.settled,
         end_time=format_time(o.end_time), jobset_deleted=o.jobset_deleted,
         events_not_applied=o.events_not_applied)
+    if o.deadline_exceeded_at is not None:
+        msg.deadline_exceeded_time = format_time(o.deadline_exceeded_at)
     for job in o.recreated_jobs:
         entry = msg.recreated_jobs.add(name=job.name, restart_attempt=job.restart_attempt)
         if job.job_restart_attempt is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decider.core.constants import MAX_INT32
+from decider.core.constants import MAX_INT32, MAX_INT64
 from decider.core.errors import InvalidInput
 
 
@@ -52,6 +52,19 @@ def as_int(value: Any, path: str, default: int | None = None,
         raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
     if value > MAX_INT32:
         raise InvalidInput.at(path, f"must be less than or equal to {MAX_INT32}")
+    return value
+
+
+def as_int64(value: Any, path: str, minimum: int | None = None) -> int | None:
+    """An int64 (activeDeadlineSeconds), or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput.at(path, f"must be an integer, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
+    if value > MAX_INT64:
+        raise InvalidInput.at(path, f"must be less than or equal to {MAX_INT64}")
     return value
 
 

@@ -23,7 +23,7 @@ from decider.core.state import copy_json
 # Jobs a builder builds before it writes the rest from pieces (job_manifests.JobJson).
 _DIRECT = 2
 
-__all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "headless_service", "job_key",
+__all__ = ["ReplicatedJobBuilder", "coordinator_endpoint", "job_key",
            "job_name", "mounts_volume", "owner_reference", "persistent_volume_claims",
            "pvc_name"]
 
@@ -52,8 +52,11 @@ class ReplicatedJobBuilder:
     """Builds the Jobs of one replicated Job; what all its Jobs share is computed once."""
 
     def __init__(self, js: JobSet, rjob: ReplicatedJob, status: dict[str, Any],
-                 restart_counters: RestartCounters | None) -> None:
-        """restart_counters: the status's jobRestarts under the RestartJob gate, else None."""
+                 restart_counters: RestartCounters | None,
+                 annotations: dict[str, str] | None = None) -> None:
+        """restart_counters: the status's jobRestarts under the RestartJob gate, else None.
+        annotations: what every Job and pod template gets besides upstream's keys (the
+        execution attempt, decider/core/execution_attempts.py)."""
         self.js = js
         self.rjob = rjob
         placement = js.placement(rjob.name)
@@ -71,6 +74,8 @@ class ReplicatedJobBuilder:
         }
         if js.coordinator is not None:
             self.common[c.COORDINATOR] = coordinator_endpoint(js)
+        # Annotations only, never labels.
+        self.annotations = dict(annotations or {})
         self.job_restarts = (restart_counters.of(rjob.name)
                              if restart_counters is not None else None)
         self.template = job_template(js.spec, rjob)
@@ -162,8 +167,8 @@ class ReplicatedJobBuilder:
         pod_spec = pod.setdefault("spec", {})
         pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **keys}
         pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **keys,
-                                   **self.exclusive}
-        annotations = {**self.job_annotations, **keys, **self.exclusive}
+                                   **self.annotations, **self.exclusive}
+        annotations = {**self.job_annotations, **keys, **self.annotations, **self.exclusive}
         if js.dns_hostnames:
             pod_spec["subdomain"] = js.subdomain
         if c.EXCLUSIVE_TOPOLOGY in annotations and c.NODE_SELECTOR_STRATEGY in annotations:
@@ -198,17 +203,6 @@ class ReplicatedJobBuilder:
 
 def pvc_name(js_name: str, template_name: str) -> str:
     return f"{template_name}-{js_name}"
-
-
-def headless_service(js: JobSet) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": js.subdomain, "namespace": js.namespace,
-                     "ownerReferences": [owner_reference(js)]},
-        "spec": {"clusterIP": "None", "selector": {c.JOBSET_NAME: js.name},
-                 "publishNotReadyAddresses": js.publish_not_ready},
-    }
 
 
 def persistent_volume_claims(js: JobSet) -> list[dict[str, Any]]:

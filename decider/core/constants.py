@@ -27,6 +27,8 @@ RESTART_ATTEMPT = _P + "restart-attempt"
 JOB_RESTART_ATTEMPT = _P + "job-restart-attempt"
 COORDINATOR = _P + "coordinator"
 IN_PLACE_RESTART_ATTEMPT = _P + "in-place-restart-attempt"
+# ExecutionAttemptsTracking (#1283): the Job's and its pod template's annotation (no label).
+EXECUTION_ATTEMPT = _P + "execution-attempt"
 
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
@@ -116,6 +118,8 @@ INDEXED = "Indexed"
 
 # Kubernetes int32 fields (replicas, parallelism, counters) stop here.
 MAX_INT32 = 2**31 - 1
+# ... and int64 ones (activeDeadlineSeconds) here.
+MAX_INT64 = 2**63 - 1
 
 # Reasons.
 REASON_ALL_JOBS_COMPLETED = "AllJobsCompleted"
@@ -132,6 +136,8 @@ REASON_JOBS_READY = "JobsReady"
 REASON_JOBSET_FAILED = "JobSetFailed"
 REASON_JOBSET_COMPLETED = "JobSetCompleted"
 REASON_JOBSET_SUSPENDED = "JobSetSuspended"
+# JobSetActiveDeadlineSeconds (KEP-1186, #1320): the Failed condition's reason.
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 # Messages.
 MSG_COMPLETED = "jobset completed successfully"
@@ -142,6 +148,16 @@ MSG_IN_ORDER_COMPLETED = "in order startup policy has completed"
 MSG_JOBS_READY = "all jobs are ready"
 MSG_JOBSET_FAILED = "jobset failed"
 MSG_REACHED_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
+# Formatted with spec.activeDeadlineSeconds.
+MSG_DEADLINE_EXCEEDED = "JobSet was active for longer than the specified deadline of {} seconds"
+
+# Event reasons besides the conditions'.
+# MutablePodResourcesForSuspendedJobSets (#1273): a resume's write of new container resources
+# was refused; formatted with the Job's name, "{error}" left for the API server's error text.
+REASON_FAILED_RESOURCE_PROPAGATION = "FailedResourcePropagation"
+MSG_FAILED_RESOURCE_PROPAGATION = (
+    "Failed to propagate mutated resources to child Job {}: {{error}}. Ensure "
+    "MutablePodResourcesForSuspendedJobs is enabled on the API server.")
 
 # Job conditions (batch/v1).
 JOB_COMPLETE = "Complete"

@@ -1,4 +1,5 @@
-"""One reconcile pass of a JobSet, in upstream's order (spec/jobset.md §2.2).
+"""One reconcile pass of a JobSet, in upstream's order (spec/jobset.md §2.2; the newer steps as
+jobset_controller.go @4f0cbded has them, spec/upstream-next.md §1.4 F).
 
 decide() reads top to bottom as the controller's procedure; each step lives in the module named
 after the policy it applies. It is pure: the caller supplies the JobSet, what it owns, the time
@@ -8,9 +9,12 @@ and the options, and gets back the plan.
 from __future__ import annotations
 
 from decider.core import (
+    active_deadline,
     conditions,
+    execution_attempts,
     failure_policy,
     gang_lifecycle,
+    headless_service,
     in_place_restart,
     name_conflicts,
     startup_policy,
@@ -22,7 +26,6 @@ from decider.core import (
 from decider.core import constants as c
 from decider.core.child_jobs import (
     ReplicatedJobBuilder,
-    headless_service,
     job_name,
     persistent_volume_claims,
 )
@@ -34,6 +37,7 @@ from decider.core.children import (
     replicated_jobs_status,
     statuses_equal,
 )
+from decider.core.deletion import delete_jobs
 from decider.core.depends_on import dependencies_met
 from decider.core.jobset import JobSet, parse_jobset
 from decider.core.model import Action, Observed, ObservedJob, Plan, whole_seconds
@@ -47,8 +51,7 @@ def decide(observed: Observed) -> Plan:
         return _untouched(js, f"JobSet {js.namespace}/{js.name} is being deleted: nothing to do")
     controller = observed.options.controller_name or c.UPSTREAM_CONTROLLER
     if js.managed_by is not None and js.managed_by != controller:
-        return _untouched(js, f"JobSet {js.namespace}/{js.name} is managed by {js.managed_by}, "
-                              f"not {controller}: nothing to do")
+        return _managed_elsewhere(js, observed, controller)
 
     st = PassState.start(js, observed)
     restart_job_gate = st.gate(c.GATE_RESTART_JOB)
@@ -56,30 +59,43 @@ def decide(observed: Observed) -> Plan:
     statuses = _update_replicated_jobs_status(st, children, restart_job_gate)
 
     if conditions.finished(st.status):
-        _delete_jobs(st, children.active, "the JobSet is finished")
+        delete_jobs(st, children.active, "the JobSet is finished")
         gang_lifecycle.reconcile(st)  # a finished JobSet keeps no Workload/PodGroups
         ttl_after_finished.execute(st)
         return _finish(st)
 
-    _delete_jobs(st, children.previous, "it belongs to a previous restart attempt")
+    delete_jobs(st, children.previous, "it belongs to a previous restart attempt")
 
     if not js.suspend and _all_jobs_ready(js, statuses):
         conditions.set_restarting_false(st, c.REASON_JOBS_READY, c.MSG_JOBS_READY)
 
+    # The active deadline is checked before the failure policy: a restart would reset it.
+    active_deadline.sync_start_time(st)
+    left = active_deadline.remaining(st)
+    if active_deadline.expired(left):
+        if children.successful and success_policy.execute(st, children.successful):
+            return _finish(st)
+        active_deadline.fail(st, children.active)
+        return _finish(st)
+
     if children.failed:
+        restarts_before = st.restarts
         failure_policy.execute(st, children.failed)
+        active_deadline.reset_on_global_restart(st, restarts_before)
+        execution_attempts.count_global_restart(st, restarts_before)
         return _finish(st)
 
     if children.successful and success_policy.execute(st, children.successful):
         return _finish(st)
 
-    _create_headless_service(st)
+    headless_service.reconcile(st)
     _create_pvcs(st)
     # Workload and PodGroups before any Job: pods must find their gang (no-op without gang).
     gang = gang_lifecycle.reconcile(st)
     if st.gate(c.GATE_ELASTIC_JOBSET):
         _sync_job_scaling(st, children.active)
     if not gang.blocked:
+        execution_attempts.sync(st, children)
         held = _create_jobs(st, children, statuses, restart_job_gate)
         gang_lifecycle.link_jobs(st, gang)
         if held:
@@ -99,7 +115,32 @@ def decide(observed: Observed) -> Plan:
         else:
             st.explain("restartStrategy InPlaceRestart needs the InPlaceRestart feature gate; "
                        "in-place restart is not reconciled")
+    # Only a pass that ran to the end asks to be woken at the deadline (upstream returns early,
+    # without it, while the gang objects are not ready).
+    if left is not None and not gang.blocked:
+        active_deadline.explain_requeue(st, left)
+        if not st.requeue_after or left < st.requeue_after:
+            st.requeue_after = left
     return _finish(st)
+
+
+def _managed_elsewhere(js: JobSet, observed: Observed, controller: str) -> Plan:
+    """Another controller runs the JobSet: nothing of it is ours but its TTL (#1315). Once that
+    controller has written a Completed or Failed condition, ttlSecondsAfterFinished still
+    deletes the JobSet; without a TTL it stays, as before."""
+    sentence = (f"JobSet {js.namespace}/{js.name} is managed by {js.managed_by}, not "
+                f"{controller}: nothing to do")
+    if js.ttl_seconds_after_finished is None or not conditions.finished(js.status):
+        return _untouched(js, sentence)
+    st = PassState.start(js, observed)
+    ttl_after_finished.execute(st)
+    plan = _untouched(js, f"JobSet {js.namespace}/{js.name} is managed by {js.managed_by}, "
+                          f"not {controller}: only its ttlSecondsAfterFinished applies")
+    plan.explanation.extend(st.explanation)
+    plan.actions = [a for a in st.actions if a.type == "DeleteJobSet"]
+    plan.requeue_after = st.requeue_after
+    plan.requeue_after_seconds = whole_seconds(st.requeue_after)
+    return plan
 
 
 def _untouched(js: JobSet, sentence: str) -> Plan:
@@ -127,30 +168,9 @@ def _all_jobs_ready(js: JobSet, statuses: dict[str, dict]) -> bool:
     return ready == js.total_replicas
 
 
-def _delete_jobs(st: PassState, jobs: list[ObservedJob], why: str) -> None:
-    deleted = [job for job in jobs if not job.deletion_timestamp]
-    namespace = st.js.namespace
-    for job in deleted:
-        st.actions.append(Action(type="DeleteJob", name=job.name, namespace=namespace,
-                                 api_version="batch/v1", kind="Job", uid=job.uid,
-                                 propagation_policy=c.FOREGROUND, reason=why))
-    if deleted:
-        st.explain(f"delete {len(deleted)} job(s): {why}")
-
-
 def _existing(st: PassState) -> set[tuple[str, str]]:
     """(kind, name) of every observed object, asked once per object the pass may create."""
     return {(o.kind, o.name) for o in st.observed.objects}
-
-
-def _create_headless_service(st: PassState) -> None:
-    js = st.js
-    if not js.dns_hostnames or ("Service", js.subdomain) in _existing(st):
-        return
-    st.act(Action(type="CreateService", name=js.subdomain, api_version="v1", kind="Service",
-                  object=headless_service(js),
-                  reason="pod DNS hostnames are enabled and the headless Service is missing"))
-    st.explain(f"create headless Service {js.subdomain} for pod DNS hostnames")
 
 
 def _create_pvcs(st: PassState) -> None:
@@ -196,6 +216,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
     sequenced = not js.suspend and js.in_order
     replicas: dict[str, int] = {}
     counters: RestartCounters | None = None
+    annotations = execution_attempts.annotation(st)
     for index, rjob in enumerate(js.replicated_jobs):
         replicas[rjob.name] = rjob.replicas
         # job_name spelled inline: this asks for every Job of every pass.
@@ -213,7 +234,7 @@ def _create_jobs(st: PassState, children: ChildJobs, statuses: dict[str, dict],
         if missing:
             if restart_job_gate and counters is None:
                 counters = RestartCounters(js, st.status, "jobRestarts")
-            builder = ReplicatedJobBuilder(js, rjob, st.status, counters)
+            builder = ReplicatedJobBuilder(js, rjob, st.status, counters, annotations)
             if st.options.max_plan_bytes:
                 st.reserve(len(missing) * builder.manifest_floor_bytes(missing[0]),
                            f"spec.replicatedJobs[{index}]",

@@ -145,6 +145,8 @@ class LazyJobAction(Action):
         self.propagation_policy = ""
         self.reason = f"replica {index} of replicated job {rjob} is missing"
         self.event = None
+        self.status = None
+        self.on_failure = None
         self.plain_json = builder.plain
 
     @property  # type: ignore[override]

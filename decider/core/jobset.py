@@ -108,6 +108,10 @@ class JobSet:
         return self.spec.ttl_seconds_after_finished
 
     @property
+    def active_deadline_seconds(self) -> int | None:
+        return self.spec.active_deadline_seconds
+
+    @property
     def volume_claim_policies(self) -> tuple[dict[str, Any], ...]:
         return self.spec.volume_claim_policies
 
@@ -222,8 +226,10 @@ def _validate_status(status: dict[str, Any]) -> None:
     # InvalidInput naming the field rather than a crash later: a null list item (_map reads
     # None as {}, but the pass reads items as objects), non-integer counts (sorted and written
     # into the proto's int32 fields) and the in-place restart attempts.
-    for key in ("previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt"):
+    for key in ("previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt",
+                "executionAttempts"):
         acc.as_int(status.get(key), f"status.{key}", minimum=0)
+    times.check(acc.as_str(status.get("startTime"), "status.startTime"), "status.startTime")
     for i, cond in enumerate(acc.as_list(status.get("conditions"), "status.conditions")):
         cpath = f"status.conditions[{i}]"
         if cond is None:

@@ -96,6 +96,8 @@ class Spec:
     managed_by: str | None
     coordinator: Coordinator | None
     ttl_seconds_after_finished: int | None
+    # JobSetActiveDeadlineSeconds (KEP-1186): seconds of continuous activity allowed.
+    active_deadline_seconds: int | None
     volume_claim_policies: tuple[dict[str, Any], ...]
     # Derived, for lookups in O(1): by replicated Job name.
     rjobs_by_name: dict[str, ReplicatedJob]
@@ -315,6 +317,9 @@ def parse_tail(head: SpecHead) -> Spec:
     suspend = bool(acc.as_bool(spec.get("suspend"), "spec.suspend"))
     ttl = acc.as_int(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished",
                      minimum=0)
+    # The CRD's Minimum=1: the API server stores nothing smaller.
+    active_deadline = acc.as_int64(spec.get("activeDeadlineSeconds"),
+                                   "spec.activeDeadlineSeconds", minimum=1)
     rjobs = head.replicated_jobs
     return Spec(
         replicated_jobs=rjobs,
@@ -331,6 +336,7 @@ def parse_tail(head: SpecHead) -> Spec:
         managed_by=head.managed_by,
         coordinator=head.coordinator,
         ttl_seconds_after_finished=ttl,
+        active_deadline_seconds=active_deadline,
         volume_claim_policies=head.volume_claim_policies,
         rjobs_by_name={rj.name: rj for rj in rjobs},
         placement=_placement(rjobs),

@@ -47,6 +47,10 @@ class PodTemplateSummary:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: list[Toleration] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
+    # The Job's containers and init containers, when sent (for a suspended Job): a resume under
+    # MutablePodResourcesForSuspendedJobSets writes new resources into them. None: not sent.
+    containers: list[Any] | None = None
+    init_containers: list[Any] | None = None
 
 
 @dataclass(slots=True)
@@ -161,6 +165,11 @@ class Action:
     propagation_policy: str = ""
     reason: str = ""
     event: Event | None = None
+    # UpdateStatus: the status to write at this point of the plan, when not the plan's own (a
+    # write upstream makes mid-pass: execution_attempts.sync).
+    status: dict[str, Any] | None = None
+    # An event to record if applying the action fails ("{error}": the API server's error).
+    on_failure: Event | None = None
     # `object` holds only strings, booleans, nulls, integers within 64 bits, lists and dicts
     # with string keys (a Job built from a template checked once): every JSON encoder writes it
     # byte for byte alike, so an adapter may use a faster one. False promises nothing.

@@ -37,7 +37,7 @@ from decider.core.state import copy_json, format_time, merge_patch
 DEFAULT_FAILURE_REASON = "BackoffLimitExceeded"
 _CREATES = {"CreateService", "CreatePVC", "CreateWorkload", "CreatePodGroup"}
 _DELETES = {"DeleteWorkload", "DeletePodGroup"}
-_PATCHES = {"PatchWorkload", "PatchPodGroup"}
+_PATCHES = {"PatchWorkload", "PatchPodGroup", "UpdateService"}
 
 
 def pods_of(job: ObservedJob) -> int:
@@ -208,7 +208,9 @@ class Cluster:
             return self._patch_object(action)
         if kind == "UpdateStatus":
             self._status_writes += 1
-            self.jobset["status"] = copy_json(plan.status)
+            # A write mid-plan carries its own status; the last is the plan's.
+            self.jobset["status"] = copy_json(plan.status if action.status is None
+                                              else action.status)
             meta = self.jobset.setdefault("metadata", {})
             meta["resourceVersion"] = _bumped(str(meta.get("resourceVersion") or "0"),
                                               self._status_writes)

@@ -46,6 +46,8 @@ class Outcome:
     end_time: datetime
     jobset_deleted: bool
     events_not_applied: list[str] = field(default_factory=list)
+    # When spec.activeDeadlineSeconds failed the JobSet, if it did.
+    deadline_exceeded_at: datetime | None = None
 
 
 def _label_int(job: ObservedJob, key: str) -> int | None:
@@ -123,6 +125,22 @@ def _failure_clause(d: FailureOutcome, window: Sequence[Step], budget: int | Non
             f"{_effect(d, window[0].plan, budget, gate)}{_consequence(window)}")
 
 
+def _deadline_step(steps: Sequence[Step]) -> Step | None:
+    """The pass that failed the JobSet for its active deadline (KEP-1186), if one did."""
+    for step in steps:
+        status = step.plan.status
+        if status.get("terminalState") == c.FAILED and \
+                _terminal_reason(status) == c.REASON_DEADLINE_EXCEEDED:
+            return step
+    return None
+
+
+def _deadline_clause(step: Step, cluster: Cluster) -> str:
+    seconds = (cluster.jobset.get("spec") or {}).get("activeDeadlineSeconds")
+    return (f"the active deadline ({seconds}s) passes at +{step.at_seconds}s: the JobSet fails "
+            f"({c.REASON_DEADLINE_EXCEEDED})")
+
+
 def _at_rest(status: dict[str, Any], jobset: dict[str, Any]) -> str:
     state = status.get("terminalState") or ""
     if state == c.COMPLETED:
@@ -145,6 +163,9 @@ def summary(cluster: Cluster, steps: Sequence[Step], settled: bool, not_applied:
         assert decision is not None
         clauses.append(_failure_clause(decision, steps[i:end], budget, gate))
     status = cluster.jobset.get("status") or {}
+    deadline = _deadline_step(steps)
+    if deadline is not None:
+        clauses.append(_deadline_clause(deadline, cluster))
     text = "; then ".join(clauses) if clauses else _at_rest(status, cluster.jobset)
     if clauses and status.get("terminalState") == c.COMPLETED:
         text += f"; then {_at_rest(status, cluster.jobset)}"
@@ -181,4 +202,5 @@ def outcome(cluster: Cluster, steps: Sequence[Step], *, settled: bool, out_of_da
         end_time=cluster.now,
         jobset_deleted=cluster.jobset_deleted,
         events_not_applied=not_applied,
+        deadline_exceeded_at=step.time if (step := _deadline_step(steps)) else None,
     )

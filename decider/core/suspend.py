@@ -6,13 +6,16 @@ started), and resumes their suspended Jobs; under InOrder it resumes one replica
 A resume first clears status.startTime (the Job controller refuses template edits on a Job that
 has started) and merges the replicated Job's pod-template labels, annotations, nodeSelector,
 tolerations and scheduling gates into the Job: that is how Kueue's admission reaches the pods.
+Under ExecutionAttemptsTracking the Job and its pods get the attempt they now run in
+(execution_attempts.py); under MutablePodResourcesForSuspendedJobSets, the template's container
+resources (pod_resources.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from decider.core import conditions, startup_policy
+from decider.core import conditions, execution_attempts, pod_resources, startup_policy
 from decider.core import constants as c
 from decider.core.depends_on import dependencies_met
 from decider.core.model import Action, ObservedJob, PodTemplateSummary, Toleration
@@ -71,16 +74,22 @@ def _union(first: list[Any], second: list[Any]) -> list[Any]:
     return out
 
 
-def resume_patch(job: ObservedJob, template: dict[str, Any]) -> dict[str, Any]:
-    """JSON merge patch that unsuspends `job` with `template`'s scheduling directives merged in."""
+def resume_patch(job: ObservedJob, template: dict[str, Any],
+                 annotations: dict[str, str] | None = None,
+                 resources: bool = False) -> dict[str, Any]:
+    """JSON merge patch that unsuspends `job` with `template`'s scheduling directives merged in.
+    annotations: set on the Job and its pod template besides (the execution attempt);
+    resources: write the template's container resources too (pod_resources.py)."""
     current = job.pod_template or PodTemplateSummary()
     meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
     pod_meta: dict[str, Any] = {}
     pod_spec: dict[str, Any] = {}
+    extra = annotations or {}
     for out, key, have, want in (
             (pod_meta, "labels", current.labels, meta.get("labels")),
-            (pod_meta, "annotations", current.annotations, meta.get("annotations")),
+            (pod_meta, "annotations", current.annotations,
+             {**(meta.get("annotations") or {}), **extra}),
             (pod_spec, "nodeSelector", current.node_selector, spec.get("nodeSelector"))):
         # The Job's entries in key order: they may come from a protobuf map, whose iteration
         # order differs between equal messages, and the plan's bytes must not.
@@ -97,7 +106,12 @@ def resume_patch(job: ObservedJob, template: dict[str, Any]) -> dict[str, Any]:
                     if isinstance(g, dict)])
     if gates != current.scheduling_gates:
         pod_spec["schedulingGates"] = [{"name": g} for g in gates]
+    if resources:
+        pod_spec.update(pod_resources.resume_changes(job, template))
     patch: dict[str, Any] = {"spec": {"suspend": False}}
+    job_annotations = {k: v for k, v in extra.items() if job.annotations.get(k) != v}
+    if job_annotations:
+        patch["metadata"] = {"annotations": job_annotations}
     pod: dict[str, Any] = {}
     if pod_meta:
         pod["metadata"] = pod_meta
@@ -117,6 +131,8 @@ def resume_jobs(st: PassState, active: list[ObservedJob],
         if job.suspend:
             by_rjob.setdefault(job.labels.get(c.REPLICATED_JOB_NAME, ""), []).append(job)
     replicas: dict[str, int] = {}
+    annotations = execution_attempts.resume_annotation(st)
+    resources = st.gate(c.GATE_MUTABLE_POD_RESOURCES)
     for rjob in js.replicated_jobs:
         replicas[rjob.name] = rjob.replicas
         if not dependencies_met(rjob, replicas, statuses):
@@ -128,9 +144,11 @@ def resume_jobs(st: PassState, active: list[ObservedJob],
         resumed = 0
         for job in by_rjob.get(rjob.name, ()):
             st.act(Action(type="ResumeJob", name=job.name, api_version="batch/v1", kind="Job",
-                          uid=job.uid, patch=resume_patch(job, template),
+                          uid=job.uid, patch=resume_patch(job, template, annotations, resources),
                           clear_start_time=bool(job.start_time),
-                          reason="the JobSet is resumed"))
+                          reason="the JobSet is resumed",
+                          on_failure=pod_resources.failure_event(job.name) if resources
+                          else None))
             resumed += 1
         if resumed:
             st.explain(f"the JobSet is not suspended: resume {resumed} job(s) of replicated job "

@@ -123,9 +123,19 @@ class World:
             elif kind in ("CreateService", "CreatePVC"):
                 assert action.object is not None
                 key = (action.object["kind"], action.name)
-                self.others.setdefault(key, copy.deepcopy(action.object))
+                obj = copy.deepcopy(action.object)
+                obj["metadata"].setdefault("uid", f"{key[0].lower()}-uid-{next(self._uids)}")
+                self.others.setdefault(key, obj)
+            elif kind == "UpdateService":
+                svc = self.others[("Service", action.name)]
+                assert svc["metadata"]["uid"] == action.uid
+                patched = merge_patch(svc, action.patch)
+                svc.clear()
+                svc.update(patched)
             elif kind == "UpdateStatus":
-                self.jobset["status"] = copy.deepcopy(plan.status)
+                # A write mid-plan (execution_attempts.sync) carries its own status.
+                self.jobset["status"] = copy.deepcopy(
+                    plan.status if action.status is None else action.status)
                 meta = self.jobset["metadata"]
                 meta["resourceVersion"] = str(int(meta.get("resourceVersion") or "0") + 1)
                 wrote_status = True

@@ -22,6 +22,7 @@ ACTION_NAMES = {
     pb.ACTION_TYPE_EVENT: "Event",
     pb.ACTION_TYPE_PATCH_WORKLOAD: "PatchWorkload",
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
+    pb.ACTION_TYPE_UPDATE_SERVICE: "UpdateService",
 }
 ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
 SIMULATION_EVENT_NAMES = {

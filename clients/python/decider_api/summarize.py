@@ -155,6 +155,25 @@ def job_summary(job: dict[str, Any], field: str = "job") -> pb.ObservedJob:
         if not isinstance(suspend, bool):
             raise ObservationError(f"{field}.spec.suspend", "must be a boolean")
         out.suspend = suspend
+    if suspend is True:
+        # Only a suspended Job is resumed, and only a resume rewrites its containers'
+        # resources (MutablePodResourcesForSuspendedJobSets): running Jobs send none of it.
+        pod_spec = _map(_map(spec.get("template"), f"{field}.spec.template").get("spec"),
+                        f"{field}.spec.template.spec")
+        for key, attr in (("containers", "containers_json"),
+                          ("initContainers", "init_containers_json")):
+            value = pod_spec.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                raise ObservationError(f"{field}.spec.template.spec.{key}", "must be a list")
+            for i, item in enumerate(value):
+                _map(item, f"{field}.spec.template.spec.{key}[{i}]")
+                if item is None:
+                    raise ObservationError(f"{field}.spec.template.spec.{key}[{i}]",
+                                           "must be an object")
+            setattr(out.pod_template, attr, json.dumps(value, separators=(",", ":"),
+                                                       sort_keys=True))
     for key in ("parallelism", "completions"):
         value = _int(spec.get(key), f"{field}.spec.{key}", None)
         if value is not None:

@@ -45,6 +45,11 @@ def status_to_dict(status: pb.JobSetStatus) -> dict[str, Any]:
         out["previousInPlaceRestartAttempt"] = status.previous_in_place_restart_attempt
     if status.HasField("current_in_place_restart_attempt"):
         out["currentInPlaceRestartAttempt"] = status.current_in_place_restart_attempt
+    # Only when set, as the API server serves them (both omitempty upstream).
+    if status.HasField("execution_attempts"):
+        out["executionAttempts"] = status.execution_attempts
+    if status.start_time:
+        out["startTime"] = status.start_time
     return out
 
 
@@ -69,6 +74,11 @@ def action_to_dict(action: pb.Action) -> dict[str, Any]:
     if action.HasField("event"):
         out["event"] = {"type": action.event.type, "reason": action.event.reason,
                         "message": action.event.message}
+    if action.HasField("status"):
+        out["status"] = status_to_dict(action.status)
+    if action.HasField("on_failure"):
+        out["onFailure"] = {"type": action.on_failure.type, "reason": action.on_failure.reason,
+                            "message": action.on_failure.message}
     if action.reason:
         out["reason"] = action.reason
     return out
@@ -217,6 +227,9 @@ def outcome_to_dict(outcome: pb.SimulationOutcome) -> dict[str, Any]:
         "endTime": outcome.end_time,
         "jobSetDeleted": outcome.jobset_deleted,
         "eventsNotApplied": list(outcome.events_not_applied),
+        # Only when the active deadline failed the JobSet: other outcomes print as before.
+        **({"deadlineExceededTime": outcome.deadline_exceeded_time}
+           if outcome.deadline_exceeded_time else {}),
     }
 
 

@@ -30,6 +30,7 @@ class ActionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_TYPE_EVENT: _ClassVar[ActionType]
     ACTION_TYPE_PATCH_WORKLOAD: _ClassVar[ActionType]
     ACTION_TYPE_PATCH_POD_GROUP: _ClassVar[ActionType]
+    ACTION_TYPE_UPDATE_SERVICE: _ClassVar[ActionType]
 
 class SimulationEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -58,6 +59,7 @@ ACTION_TYPE_DELETE_JOB_SET: ActionType
 ACTION_TYPE_EVENT: ActionType
 ACTION_TYPE_PATCH_WORKLOAD: ActionType
 ACTION_TYPE_PATCH_POD_GROUP: ActionType
+ACTION_TYPE_UPDATE_SERVICE: ActionType
 SIMULATION_EVENT_TYPE_UNSPECIFIED: SimulationEventType
 SIMULATION_EVENT_TYPE_JOB_FAILED: SimulationEventType
 SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: SimulationEventType
@@ -115,7 +117,7 @@ class Toleration(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
 
 class PodTemplateSummary(_message.Message):
-    __slots__ = ("labels", "annotations", "node_selector", "tolerations", "scheduling_gates")
+    __slots__ = ("labels", "annotations", "node_selector", "tolerations", "scheduling_gates", "containers_json", "init_containers_json")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -142,12 +144,16 @@ class PodTemplateSummary(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_GATES_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    INIT_CONTAINERS_JSON_FIELD_NUMBER: _ClassVar[int]
     labels: _containers.ScalarMap[str, str]
     annotations: _containers.ScalarMap[str, str]
     node_selector: _containers.ScalarMap[str, str]
     tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
     scheduling_gates: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ...) -> None: ...
+    containers_json: str
+    init_containers_json: str
+    def __init__(self, labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., containers_json: _Optional[str] = ..., init_containers_json: _Optional[str] = ...) -> None: ...
 
 class ObservedJob(_message.Message):
     __slots__ = ("name", "uid", "controller_uid", "labels", "annotations", "suspend", "parallelism", "completions", "active", "ready", "succeeded", "failed", "conditions", "creation_timestamp", "deletion_timestamp", "start_time", "pod_template", "resource_version")
@@ -267,7 +273,7 @@ class Event(_message.Message):
     def __init__(self, type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Action(_message.Message):
-    __slots__ = ("type", "name", "namespace", "api_version", "kind", "uid", "object_json", "patch_json", "clear_start_time", "propagation_policy", "reason", "event")
+    __slots__ = ("type", "name", "namespace", "api_version", "kind", "uid", "object_json", "patch_json", "clear_start_time", "propagation_policy", "reason", "event", "status", "on_failure")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -280,6 +286,8 @@ class Action(_message.Message):
     PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     type: ActionType
     name: str
     namespace: str
@@ -292,7 +300,9 @@ class Action(_message.Message):
     propagation_policy: str
     reason: str
     event: Event
-    def __init__(self, type: _Optional[_Union[ActionType, str]] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., uid: _Optional[str] = ..., object_json: _Optional[str] = ..., patch_json: _Optional[str] = ..., clear_start_time: _Optional[bool] = ..., propagation_policy: _Optional[str] = ..., reason: _Optional[str] = ..., event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+    status: JobSetStatus
+    on_failure: Event
+    def __init__(self, type: _Optional[_Union[ActionType, str]] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., uid: _Optional[str] = ..., object_json: _Optional[str] = ..., patch_json: _Optional[str] = ..., clear_start_time: _Optional[bool] = ..., propagation_policy: _Optional[str] = ..., reason: _Optional[str] = ..., event: _Optional[_Union[Event, _Mapping]] = ..., status: _Optional[_Union[JobSetStatus, _Mapping]] = ..., on_failure: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
 
 class ReplicatedJobStatus(_message.Message):
     __slots__ = ("name", "ready", "succeeded", "failed", "active", "suspended", "job_restarts", "job_restarts_count_towards_max")
@@ -315,7 +325,7 @@ class ReplicatedJobStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ready: _Optional[int] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., active: _Optional[int] = ..., suspended: _Optional[int] = ..., job_restarts: _Optional[_Iterable[int]] = ..., job_restarts_count_towards_max: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class JobSetStatus(_message.Message):
-    __slots__ = ("conditions", "restarts", "restarts_count_towards_max", "terminal_state", "replicated_jobs_status", "previous_in_place_restart_attempt", "current_in_place_restart_attempt")
+    __slots__ = ("conditions", "restarts", "restarts_count_towards_max", "terminal_state", "replicated_jobs_status", "previous_in_place_restart_attempt", "current_in_place_restart_attempt", "execution_attempts", "start_time")
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     RESTARTS_FIELD_NUMBER: _ClassVar[int]
     RESTARTS_COUNT_TOWARDS_MAX_FIELD_NUMBER: _ClassVar[int]
@@ -323,6 +333,8 @@ class JobSetStatus(_message.Message):
     REPLICATED_JOBS_STATUS_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_IN_PLACE_RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CURRENT_IN_PLACE_RESTART_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
     restarts: int
     restarts_count_towards_max: int
@@ -330,7 +342,9 @@ class JobSetStatus(_message.Message):
     replicated_jobs_status: _containers.RepeatedCompositeFieldContainer[ReplicatedJobStatus]
     previous_in_place_restart_attempt: int
     current_in_place_restart_attempt: int
-    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., terminal_state: _Optional[str] = ..., replicated_jobs_status: _Optional[_Iterable[_Union[ReplicatedJobStatus, _Mapping]]] = ..., previous_in_place_restart_attempt: _Optional[int] = ..., current_in_place_restart_attempt: _Optional[int] = ...) -> None: ...
+    execution_attempts: int
+    start_time: str
+    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., terminal_state: _Optional[str] = ..., replicated_jobs_status: _Optional[_Iterable[_Union[ReplicatedJobStatus, _Mapping]]] = ..., previous_in_place_restart_attempt: _Optional[int] = ..., current_in_place_restart_attempt: _Optional[int] = ..., execution_attempts: _Optional[int] = ..., start_time: _Optional[str] = ...) -> None: ...
 
 class FailurePolicyDecision(_message.Message):
     __slots__ = ("job", "reason", "message", "rule", "action")
@@ -625,7 +639,7 @@ class RecreatedJob(_message.Message):
     def __init__(self, name: _Optional[str] = ..., restart_attempt: _Optional[int] = ..., job_restart_attempt: _Optional[int] = ...) -> None: ...
 
 class SimulationOutcome(_message.Message):
-    __slots__ = ("terminal_state", "reason", "restarts", "restarts_count_towards_max", "restarts_left", "recreated_jobs", "deleted_jobs", "failure_policy", "summary", "passes", "settled", "end_time", "jobset_deleted", "events_not_applied")
+    __slots__ = ("terminal_state", "reason", "restarts", "restarts_count_towards_max", "restarts_left", "recreated_jobs", "deleted_jobs", "failure_policy", "summary", "passes", "settled", "end_time", "jobset_deleted", "events_not_applied", "deadline_exceeded_time")
     TERMINAL_STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     RESTARTS_FIELD_NUMBER: _ClassVar[int]
@@ -640,6 +654,7 @@ class SimulationOutcome(_message.Message):
     END_TIME_FIELD_NUMBER: _ClassVar[int]
     JOBSET_DELETED_FIELD_NUMBER: _ClassVar[int]
     EVENTS_NOT_APPLIED_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_EXCEEDED_TIME_FIELD_NUMBER: _ClassVar[int]
     terminal_state: str
     reason: str
     restarts: int
@@ -654,7 +669,8 @@ class SimulationOutcome(_message.Message):
     end_time: str
     jobset_deleted: bool
     events_not_applied: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, terminal_state: _Optional[str] = ..., reason: _Optional[str] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., restarts_left: _Optional[int] = ..., recreated_jobs: _Optional[_Iterable[_Union[RecreatedJob, _Mapping]]] = ..., deleted_jobs: _Optional[_Iterable[str]] = ..., failure_policy: _Optional[_Iterable[_Union[FailurePolicyDecision, _Mapping]]] = ..., summary: _Optional[str] = ..., passes: _Optional[int] = ..., settled: _Optional[bool] = ..., end_time: _Optional[str] = ..., jobset_deleted: _Optional[bool] = ..., events_not_applied: _Optional[_Iterable[str]] = ...) -> None: ...
+    deadline_exceeded_time: str
+    def __init__(self, terminal_state: _Optional[str] = ..., reason: _Optional[str] = ..., restarts: _Optional[int] = ..., restarts_count_towards_max: _Optional[int] = ..., restarts_left: _Optional[int] = ..., recreated_jobs: _Optional[_Iterable[_Union[RecreatedJob, _Mapping]]] = ..., deleted_jobs: _Optional[_Iterable[str]] = ..., failure_policy: _Optional[_Iterable[_Union[FailurePolicyDecision, _Mapping]]] = ..., summary: _Optional[str] = ..., passes: _Optional[int] = ..., settled: _Optional[bool] = ..., end_time: _Optional[str] = ..., jobset_deleted: _Optional[bool] = ..., events_not_applied: _Optional[_Iterable[str]] = ..., deadline_exceeded_time: _Optional[str] = ...) -> None: ...
 
 class SimulateResponse(_message.Message):
     __slots__ = ("steps", "outcome")
