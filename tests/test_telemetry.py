@@ -24,11 +24,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from properties.strategies import to_request
 
-from decider.core.model import Observed
+from decider.core.model import Observed, Options
 from decider.service.server import BackgroundServer
 from decider_api.v1 import decider_pb2 as pb
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
-from decider_client import observe, telemetry
+from decider_client import observe, render, telemetry
 from decider_client.aggregates import MemoryMetricReader
 from support.builders import NOW, job, jobset, rjob
 from support.otlp import GrpcReceiver, HttpReceiver
@@ -175,6 +175,37 @@ def test_metrics_count_decisions_actions_restarts_and_finished_jobsets(
                  if a.get("rpc.method") == "Decide"]
     assert sum(p.count for p in durations) >= 4
     assert "decider.workers.busy" in after and "decider.requests.waiting" in after
+
+
+@pytest.mark.parametrize("server", ["observed", "metered"])
+def test_an_exceeded_active_deadline_is_counted_by_jobset(server: str,
+                                                          request: pytest.FixtureRequest) -> None:
+    """jobset_active_deadline_exceeded_total (KEP-1186), by upstream's labels, counted from the
+    decision that fails the JobSet for its deadline, not from any later pass."""
+    stub, spans, reader = request.getfixturevalue(server)
+    js = jobset(rjob("workers", 1), name=f"late-{server}", activeDeadlineSeconds=10,
+                status={"startTime": "2026-01-01T11:00:00Z"})
+    running = job("workers", 0, js_name=js["metadata"]["name"])
+    req = to_request(Observed(jobset=js, now=NOW, jobs=[running], options=req_options()))
+    before = _points(reader)
+    resp = stub.Decide(req, timeout=10)
+    assert resp.status.terminal_state == "Failed"
+    # The JobSet as it is afterwards: the next pass only cleans up, counts nothing.
+    js["status"] = render.status_to_dict(resp.status)
+    again = to_request(Observed(jobset=js, now=NOW, options=req_options()))
+    stub.Decide(again, timeout=10)
+    stub.Decide(_failing("FailJobSet"), timeout=10)  # another Failed, not by the deadline
+    after = _points(reader)
+    name = "jobset.active_deadline_exceeded"
+    labels = {"jobset_name": f"late-{server}", "namespace": "default"}
+    assert _sum(after.get(name, []), **labels) - _sum(before.get(name, []), **labels) == 1
+    assert _sum(after.get(name, [])) - _sum(before.get(name, [])) == 1
+    if spans is not None:
+        assert _span(spans, resp.decision_id).attributes["jobset.active_deadline.exceeded"]
+
+
+def req_options() -> Options:
+    return Options(feature_gates={"JobSetActiveDeadlineSeconds": True})
 
 
 # --- the process, over the wire ---------------------------------------------------------------

@@ -63,6 +63,10 @@ METRICS = (
                "JobSet restarts decided, by failure_policy.action and failure_policy.rule"),
     MetricSpec("decider.jobsets.finished", "observable_counter", "{jobset}",
                "JobSets decided to have finished, by terminal_state"),
+    # Upstream's metric of KEP-1186 (#1320), by its name and labels.
+    MetricSpec("jobset.active_deadline_exceeded", "observable_counter", "{jobset}",
+               "JobSets decided to fail for their activeDeadlineSeconds, by jobset_name and "
+               "namespace"),
     MetricSpec("decider.decision_log.dropped", "observable_counter", "{record}",
                "Decision-log lines dropped: the writer fell behind or could not write"),
     MetricSpec("decider.workers.busy", "gauge", "{worker}", "Decision workers deciding now"),
@@ -158,6 +162,7 @@ class RpcTelemetry:
         self.actions = _Tally(("action.type",))
         self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
         self.finished = _Tally(("terminal_state",))
+        self.deadlines = _Tally(("jobset_name", "namespace"))
         self.dropped = _Tally(())
         meter = telemetry.meter
         callbacks: dict[str, Any] = {
@@ -165,6 +170,7 @@ class RpcTelemetry:
             "decider.actions": self.actions.observe,
             "decider.restarts": self.restarts.observe,
             "decider.jobsets.finished": self.finished.observe,
+            "jobset.active_deadline_exceeded": self.deadlines.observe,
             "decider.decision_log.dropped": self.dropped.observe,
             "decider.workers.busy": lambda options: [Observation(pool.busy)],
             "decider.requests.waiting": lambda options: [Observation(pool.waiting)],
@@ -288,6 +294,9 @@ class RpcTelemetry:
                                                facts.get(f.FAILURE_RULE, ""))))
         if facts.get(f.TERMINAL_STATE) and not facts.get(f.TERMINAL_BEFORE):
             out.append((self.finished, 1, (facts[f.TERMINAL_STATE],)))
+        if facts.get(f.DEADLINE_EXCEEDED):
+            out.append((self.deadlines, 1, (str(facts.get(f.JOBSET_NAME, "")),
+                                            str(facts.get(f.NAMESPACE, "")))))
         return tuple(out)
 
     def _log_line(self, call: Call, code: int, facts: dict[str, Any], reply: Reply | None,

@@ -25,6 +25,8 @@ TERMINAL_BEFORE = "jobset.terminal_state.before"
 TERMINAL_STATE = "jobset.terminal_state"
 FAILURE_RULE = "decider.failure_policy.rule"
 FAILURE_ACTION = "decider.failure_policy.action"
+# The decision failed the JobSet for its activeDeadlineSeconds (KEP-1186).
+DEADLINE_EXCEEDED = "jobset.active_deadline.exceeded"
 
 
 def _int(value: Any) -> int:
@@ -57,7 +59,17 @@ def decision_facts(decision: Decision, decision_id: str) -> dict[str, Any]:
     if failure is not None:
         facts[FAILURE_RULE] = failure.rule
         facts[FAILURE_ACTION] = failure.action
+    if not facts[TERMINAL_BEFORE] and _deadline_exceeded(after):
+        facts[DEADLINE_EXCEEDED] = True
     return facts
+
+
+def _deadline_exceeded(status: dict[str, Any]) -> bool:
+    if status.get("terminalState") != "Failed":
+        return False
+    return any(c.get("type") == "Failed" and c.get("status") == "True"
+               and c.get("reason") == "DeadlineExceeded"
+               for c in status.get("conditions") or () if isinstance(c, dict))
 
 
 def span_attributes(facts: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +82,15 @@ def metric_facts(facts: dict[str, Any]) -> dict[str, Any]:
     """The facts the server's counters read (decider/service/rpc_telemetry.py): action counts,
     restarts, the failure rule, terminal states. Unlike the whole facts (a decision id, a uid)
     they repeat from decision to decision, so the server can cache what they count."""
-    return {k: v for k, v in facts.items() if k in _METRIC_KEYS
-            or (k.startswith(ACTION_COUNT) and k != ACTIONS_TOTAL)}
+    out = {k: v for k, v in facts.items() if k in _METRIC_KEYS
+           or (k.startswith(ACTION_COUNT) and k != ACTIONS_TOTAL)}
+    if facts.get(DEADLINE_EXCEEDED):
+        # Upstream's jobset_active_deadline_exceeded_total is by JobSet: only a decision that
+        # counts one carries its name (the counters' cache stays keyed on repeating facts).
+        out[DEADLINE_EXCEEDED] = True
+        out[JOBSET_NAME] = facts.get(JOBSET_NAME, "")
+        out[NAMESPACE] = facts.get(NAMESPACE, "")
+    return out
 
 
 _METRIC_KEYS = frozenset((RESTARTS_BEFORE, RESTARTS_AFTER, FAILURE_ACTION, FAILURE_RULE,
