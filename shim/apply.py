@@ -7,11 +7,17 @@
   and PVCs are the exception: upstream uses whichever object holds the name, and so do we.
 - Deletes carry the object's UID as a precondition: NotFound, or a UID mismatch (the name now
   belongs to a newer object), means the object meant is gone, which is done too.
-- Patches (suspend, resume, elastic, gang minCount) are JSON merge patches carrying the UID as a
-  precondition.
+- Patches (suspend, resume, elastic, the headless Service's ports, gang minCount) are JSON merge
+  patches carrying the UID as a precondition.
 - The status goes through the status subresource with the resourceVersion the plan was decided
-  on; a 409 means the plan was decided on a stale observation, and the pass is retried.
-- Events are best effort and, as upstream, follow the status write they belong to.
+  on; a 409 means the plan was decided on a stale observation, and the pass is retried. A plan
+  may write twice: an UpdateStatus carrying its own status is a write upstream makes mid-pass
+  (the execution attempt counted on a resume, stored before any Job resumes); the plan's final
+  write then goes at the resourceVersion that write returned.
+- Events are best effort and, as upstream, follow the status write they belong to. An action
+  that names an event for its failure (on_failure: FailedResourcePropagation on a resume whose
+  new container resources the API server refuses) records it, with the API server's error,
+  before the pass fails.
 
 Runs of creates or deletes of one type are sent in parallel (bounded), like upstream's
 parallel Job creation; everything else keeps the plan's order.
@@ -60,6 +66,7 @@ _PATCHES = {
     pb.ACTION_TYPE_PATCH_JOB,
     pb.ACTION_TYPE_PATCH_WORKLOAD,
     pb.ACTION_TYPE_PATCH_POD_GROUP,
+    pb.ACTION_TYPE_UPDATE_SERVICE,
 }
 # Kinds of the objects delete/patch actions name when the action does not say. The gang kinds'
 # versions are the shim's (--scheduling-api-version / --gang-target); these are fallbacks.
@@ -73,6 +80,7 @@ _DEFAULT_KIND = {
     pb.ACTION_TYPE_PATCH_WORKLOAD: ("scheduling.k8s.io/v1alpha2", "Workload"),
     pb.ACTION_TYPE_PATCH_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
     pb.ACTION_TYPE_DELETE_JOB_SET: (JOBSET_API_VERSION, "JobSet"),
+    pb.ACTION_TYPE_UPDATE_SERVICE: ("v1", "Service"),
 }
 GANG_KINDS = ("Workload", "PodGroup")
 # The decider's reason for refusing a same-named gang object; a create that meets one uses it
@@ -108,6 +116,8 @@ class CreateConflict(Exception):
 class ApplyResult:
     applied: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    # The JobSet's resourceVersion after this plan's last status write ("" before any).
+    status_version: str = ""
 
     def count(self, bucket: dict[str, int], action: pb.Action) -> None:
         name = ACTION_NAMES.get(action.type, "Unspecified")
@@ -194,6 +204,17 @@ class Applier:
             raise NotLeader("not the leader; refusing to write")
 
     def _one(self, jobset: Obj, plan: pb.DecideResponse, action: pb.Action, r: ApplyResult) -> None:
+        try:
+            self._apply_one(jobset, plan, action, r)
+        except ApiException as exc:
+            if action.HasField("on_failure"):
+                event = action.on_failure
+                message = event.message.replace("{error}", status_message(exc))
+                self.recorder.record(jobset, event.type or "Warning", event.reason, message)
+            raise
+
+    def _apply_one(self, jobset: Obj, plan: pb.DecideResponse, action: pb.Action,
+                   r: ApplyResult) -> None:
         self._guard()
         meta = jobset["metadata"]
         # Always the JobSet's namespace: the plan guard (shim/guard.py) refuses a plan naming
@@ -281,15 +302,18 @@ class Applier:
                 raise
         elif action.type == pb.ACTION_TYPE_UPDATE_STATUS:
             body = copy.deepcopy(jobset)
-            body["status"] = status_to_dict(plan.status)
-            body["metadata"]["resourceVersion"] = plan.resource_version or meta["resourceVersion"]
+            body["status"] = status_to_dict(
+                action.status if action.HasField("status") else plan.status)
+            body["metadata"]["resourceVersion"] = (r.status_version or plan.resource_version
+                                                   or meta["resourceVersion"])
             try:
                 written = self.kube.replace_status(
                     self.jobsets, meta["namespace"], meta["name"], body) or {}
+                version = str((written.get("metadata") or {}).get("resourceVersion", ""))
                 if self.expectations is not None:
                     self.expectations.status_written(
-                        jobset, body["metadata"]["resourceVersion"],
-                        str((written.get("metadata") or {}).get("resourceVersion", "")))
+                        jobset, body["metadata"]["resourceVersion"], version)
+                r.status_version = version
                 r.count(r.applied, action)
             except ApiException as exc:
                 if exc.status == 409:

@@ -43,7 +43,10 @@ class _Pending:
     deadline: float
     # The JobSet's UID when the writes were made (a JobSet of the same name later is another).
     uid: str
-    status_before: str | None = None
+    # The resourceVersions the JobSet had before each status write awaited: a pass may write
+    # twice (a resume's execution attempt first), and the cache showing the first write alone
+    # is not the second shown.
+    status_before: frozenset[str] | None = None
     # (kind, name, uid, deleted)
     objects: list[tuple[str, str, str, bool]] = field(default_factory=list)
     # (kind, name, resourceVersion the cache had before the patch)
@@ -72,7 +75,8 @@ class Expectations:
     def status_written(self, jobset: Obj, before: str, after: str) -> None:
         if after and after != before:
             with self._lock:
-                self._entry(jobset).status_before = before
+                entry = self._entry(jobset)
+                entry.status_before = (entry.status_before or frozenset()) | {before}
 
     def created(self, jobset: Obj, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
@@ -130,7 +134,7 @@ class Expectations:
                 del self._pending[key]
                 return None
             if entry.status_before is not None and (
-                    meta.get("resourceVersion") != entry.status_before):
+                    meta.get("resourceVersion") not in entry.status_before):
                 entry.status_before = None
             entry.objects = [o for o in entry.objects if not self._seen(key[0], entry.uid, o)]
             entry.patched = [p for p in entry.patched

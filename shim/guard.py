@@ -17,8 +17,10 @@ JobSet it was decided for:
 - what it deletes or patches is an object this JobSet controlled when the plan was decided, named
   with its UID;
 - a patch has exactly the shape the decider emits for its type (suspend, resume with scheduling
-  directives, elastic parallelism, gang minCount), so it cannot rewrite owner references, the
-  namespace or the pod's identity.
+  directives, elastic parallelism, the headless Service's ports, gang minCount), so it cannot
+  rewrite owner references, the namespace or the pod's identity; a resume that rewrites the
+  Job's containers (MutablePodResourcesForSuspendedJobSets) changes nothing in them but
+  requests and limits, and only to what the JobSet's template says.
 
 A plan that breaks any rule is refused whole: a half-applied plan of a hostile decider is still
 an attack, and one of a buggy decider leaves the JobSet in a state no pass planned. Pure: no I/O.
@@ -65,6 +67,7 @@ PATCHES: dict[int, str] = {
     pb.ACTION_TYPE_PATCH_JOB: "Job",
     pb.ACTION_TYPE_PATCH_WORKLOAD: "Workload",
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PodGroup",
+    pb.ACTION_TYPE_UPDATE_SERVICE: "Service",
 }
 # Actions on the JobSet itself.
 SELF = frozenset(
@@ -160,6 +163,7 @@ class _Context:
                 f"namespace {q(a.namespace)} is not the JobSet's namespace {q(self.namespace)}",
             )
         self._fields(a)
+        self._on_failure(a)
         if t in CREATES:
             self._create(a, CREATES[t])
         elif t in DELETES:
@@ -171,8 +175,10 @@ class _Context:
                     "Foreground, Background, Orphan",
                 )
         elif t in PATCHES:
-            self._target(a, PATCHES[t])
-            content.patch(t, a.patch_json)
+            target = self._target(a, PATCHES[t])
+            patch = content.patch(t, a.patch_json)
+            if t == pb.ACTION_TYPE_RESUME_JOB:
+                content.resume_containers(patch, target, self.jobset)
         else:
             self._self(a)
 
@@ -186,6 +192,8 @@ class _Context:
             and t not in DELETES
             and t != pb.ACTION_TYPE_DELETE_JOB_SET,
             "event": a.HasField("event") and t != pb.ACTION_TYPE_EVENT,
+            "status": a.HasField("status") and t != pb.ACTION_TYPE_UPDATE_STATUS,
+            "onFailure": a.HasField("on_failure") and t != pb.ACTION_TYPE_RESUME_JOB,
         }
         extra = [name for name, bad in carried.items() if bad]
         if extra:
@@ -298,7 +306,7 @@ class _Context:
 
     # ---- deletes and patches ----------------------------------------------------------------
 
-    def _target(self, a: pb.Action, kind: str) -> None:
+    def _target(self, a: pb.Action, kind: str) -> Obj:
         api_version = self._kind(a, kind)
         self._name(a.name, "the object's name")
         obj = self.controlled.get((api_version, kind, a.name))
@@ -314,6 +322,7 @@ class _Context:
             raise Broken("uid", "names no UID precondition")
         if a.uid != uid:
             raise Broken("uid", f"UID {q(a.uid)} is not the UID of the JobSet's {kind} ({q(uid)})")
+        return obj
 
     # ---- the JobSet itself --------------------------------------------------------------------
 
@@ -332,3 +341,7 @@ class _Context:
         # An empty type is recorded as Normal, as the applier always did.
         if a.type == pb.ACTION_TYPE_EVENT and a.event.type not in ("", "Normal", "Warning"):
             raise Broken("event", f"event type {q(a.event.type)} is not Normal or Warning")
+
+    def _on_failure(self, a: pb.Action) -> None:
+        if a.HasField("on_failure") and a.on_failure.type not in ("", "Normal", "Warning"):
+            raise Broken("event", f"event type {q(a.on_failure.type)} is not Normal or Warning")

@@ -143,8 +143,8 @@ def pod_template(job: Obj, jobset: Obj) -> None:
         )
 
 
-def patch(action_type: int, patch_json: str) -> None:
-    """A patch has exactly the shape the decider emits for its action type."""
+def patch(action_type: int, patch_json: str) -> Obj:
+    """A patch has exactly the shape the decider emits for its action type; the patch, read."""
     try:
         value = json.loads(patch_json or "null")
     except ValueError as exc:
@@ -155,6 +155,45 @@ def patch(action_type: int, patch_json: str) -> None:
             "patch",
             f"the patch {_short(value)} is not of the shape a {ACTION_NAMES[action_type]} has",
         )
+    return value
+
+
+def resume_containers(patch: Obj, job: Obj, jobset: Obj) -> None:
+    """A resume that rewrites the Job's containers (MutablePodResourcesForSuspendedJobSets)
+    keeps every container as the Job has it but for resources.requests and .limits, which
+    become those of the replicated Job's container of the same name."""
+    pod_patch = _dig(patch, "spec", "template", "spec")
+    labels = job["metadata"].get("labels") or {}
+    rjob_name = labels.get(REPLICATED_JOB_NAME) if isinstance(labels, dict) else None
+    rjob = next((r for r in _replicated_jobs(jobset) if r.get("name") == rjob_name), None)
+    template = _dig(rjob, "template", "spec", "template", "spec")
+    have_spec = _dig(job, "spec", "template", "spec")
+    for key in ("containers", "initContainers"):
+        if key not in pod_patch:
+            continue
+        want_resources = {c.get("name"): c.get("resources") or {}
+                          for c in template.get(key) or [] if isinstance(c, dict)}
+        have = have_spec.get(key) or []
+        new = pod_patch[key]
+        if [c.get("name") for c in new] != [c.get("name") for c in have if isinstance(c, dict)]:
+            raise Broken("patch", f"the resume's {key} are not the Job's own")
+        for old, changed in zip(have, new, strict=True):
+            keep = {k: v for k, v in (old.get("resources") or {}).items()
+                    if k not in ("requests", "limits")}
+            rest = {k: v for k, v in (changed.get("resources") or {}).items()
+                    if k not in ("requests", "limits")}
+            if {k: v for k, v in changed.items() if k != "resources"} != \
+                    {k: v for k, v in old.items() if k != "resources"} or keep != rest:
+                raise Broken("patch", f"the resume changes {key[:-1]} {q(old.get('name'))} "
+                                      "beyond its requests and limits")
+            want = want_resources.get(old.get("name"))
+            for field in ("requests", "limits"):
+                expected = (old.get("resources") or {}).get(field) if want is None \
+                    else want.get(field)
+                if (changed.get("resources") or {}).get(field) != expected:
+                    raise Broken("patch",
+                                 f"the resume sets {key[:-1]} {q(old.get('name'))}'s {field} "
+                                 f"to what replicated Job {q(rjob_name)} does not say")
 
 
 # ---- shapes of the patches the decider emits -----------------------------------------------
@@ -182,6 +221,16 @@ def _is_policy(v: Any) -> bool:
     return v == {"basic": {}} or _fits(v, {"gang": {"minCount": _is_int}}, required=True)
 
 
+def _is_object_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(item, dict) for item in v)
+
+
+_SERVICE_PORT: Shape = {
+    "name": lambda v: isinstance(v, str),
+    "protocol": lambda v: v in ("TCP", "UDP", "SCTP"),
+    "port": _is_int,
+    "targetPort": _is_int,
+}
 _TOLERATION: Shape = {
     "key": lambda v: isinstance(v, str),
     "operator": lambda v: isinstance(v, str),
@@ -198,6 +247,8 @@ PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
     ),
     pb.ACTION_TYPE_RESUME_JOB: (
         {
+            # The execution attempt (ExecutionAttemptsTracking) on the Job itself.
+            "metadata": {"annotations": _is_str_map},
             "spec": {
                 "suspend": lambda v: v is False,
                 "template": {
@@ -206,9 +257,12 @@ PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
                         "nodeSelector": _is_str_map,
                         "tolerations": _list_of(_TOLERATION),
                         "schedulingGates": _list_of({"name": lambda v: isinstance(v, str)}),
+                        # Judged against the Job by resume_containers.
+                        "containers": _is_object_list,
+                        "initContainers": _is_object_list,
                     },
                 },
-            }
+            },
         },
         lambda p: p["spec"].get("suspend") is False,
     ),
@@ -218,6 +272,11 @@ PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
         lambda p: bool(p["spec"]),
     ),
 }
+PATCH_SHAPES[pb.ACTION_TYPE_UPDATE_SERVICE] = (
+    # decider/core/headless_service.py: the ports the containers declare, or none.
+    {"spec": {"ports": lambda v: v is None or _list_of(_SERVICE_PORT)(v)}},
+    lambda p: set(p["spec"]) == {"ports"},
+)
 _GANG_PATCH: tuple[Shape, Callable[[Obj], bool]] = (
     {
         "spec": {

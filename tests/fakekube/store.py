@@ -206,6 +206,9 @@ class Store:
         self._gc_delay = gc_delay
         self._gc_thread: threading.Thread | None = None
         self._listeners: list[Callable[[str, str, Obj], None]] = []
+        # The API server's MutablePodResourcesForSuspendedJobs gate (KEP-5440, alpha and off in
+        # Kubernetes 1.35): a suspended Job's containers may change their requests and limits.
+        self.mutable_pod_resources_for_suspended_jobs = False
         for rt in resources:
             self.add_resource(rt)
 
@@ -475,7 +478,7 @@ class Store:
                 meta.pop(field, None)
             if rt.status_subresource:
                 obj.pop("status", None)
-            _default_and_validate(rt, obj, None)
+            _default_and_validate(rt, obj, None, self.mutable_pod_resources_for_suspended_jobs)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
             meta["generation"] = 1
@@ -640,7 +643,8 @@ class Store:
                 else:
                     result.pop("status", None)
             self._validate_metadata(rt, result, name)
-            _default_and_validate(rt, result, current)
+            _default_and_validate(rt, result, current,
+                                  self.mutable_pod_resources_for_suspended_jobs)
             if cur_meta.get("deletionTimestamp"):
                 added = set(meta.get("finalizers") or []) - set(cur_meta.get("finalizers") or [])
                 if added:
@@ -847,12 +851,13 @@ class Store:
         self._write(rt, obj, new, "", None)
 
 
-def _default_and_validate(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+def _default_and_validate(rt: ResourceType, obj: Obj, old: Obj | None,
+                          mutable_resources: bool = False) -> None:
     """The per-kind defaulting and validation of the types the shim writes."""
     name = obj["metadata"]["name"]
     if rt.kind == "Job" and rt.group == "batch":
         _default_job(obj)
-        _validate_job(rt, name, obj, old)
+        _validate_job(rt, name, obj, old, mutable_resources)
     elif rt.kind == "Event" and not rt.group:
         involved = obj.get("involvedObject") or {}
         if involved.get("namespace", obj["metadata"].get("namespace")) != obj["metadata"].get(
@@ -904,7 +909,7 @@ def _default_job(obj: Obj) -> None:
         labels.setdefault("job-name", obj["metadata"]["name"])
 
 
-def _strip_directives(template: Obj) -> Obj:
+def _strip_directives(template: Obj, resources: bool = False) -> Obj:
     t = copy.deepcopy(template)
     meta = t.get("metadata") or {}
     meta.pop("labels", None)
@@ -912,10 +917,20 @@ def _strip_directives(template: Obj) -> Obj:
     spec = t.get("spec") or {}
     for field in ("nodeSelector", "tolerations", "schedulingGates"):
         spec.pop(field, None)
+    if resources:
+        for key in ("containers", "initContainers"):
+            for container in spec.get(key) or []:
+                if isinstance(container, dict):
+                    res = container.get("resources") or {}
+                    res.pop("requests", None)
+                    res.pop("limits", None)
+                    if not res:
+                        container.pop("resources", None)
     return t
 
 
-def _validate_job(rt: ResourceType, name: str, obj: Obj, old: Obj | None) -> None:
+def _validate_job(rt: ResourceType, name: str, obj: Obj, old: Obj | None,
+                  mutable_resources: bool = False) -> None:
     spec = obj["spec"]
     causes: list[tuple[str, str]] = []
     pod_spec = (spec.get("template") or {}).get("spec") or {}
@@ -943,8 +958,9 @@ def _validate_job(rt: ResourceType, name: str, obj: Obj, old: Obj | None) -> Non
         if spec.get("completions") != old_spec.get("completions") and not elastic:
             causes.append(("spec.completions", "Invalid value: field is immutable"))
         new_t, old_t = spec.get("template") or {}, old_spec.get("template") or {}
+        resources = mutable_resources and old_spec.get("suspend") is True
         if new_t != old_t:
-            if _strip_directives(new_t) != _strip_directives(old_t):
+            if _strip_directives(new_t, resources) != _strip_directives(old_t, resources):
                 causes.append(("spec.template", "Invalid value: field is immutable"))
             else:
                 never_started = not (old.get("status") or {}).get("startTime")

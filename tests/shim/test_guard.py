@@ -720,3 +720,106 @@ def test_gang_kinds_follow_the_configuration():
     pg["apiVersion"] = "scheduling.k8s.io/v1alpha1"
     plan = _one(type=pb.ACTION_TYPE_CREATE_POD_GROUP, name="js", object_json=json.dumps(pg))
     assert v1alpha1.check(js, [], plan).rule == "kind"
+
+
+# ---- upstream's lifecycle work after v0.12 -------------------------------------------------
+
+LIFECYCLE = {"ExecutionAttemptsTracking": True, "MutablePodResourcesForSuspendedJobSets": True,
+             "JobSetActiveDeadlineSeconds": True}
+
+
+def _suspended_jobs(attempt: str) -> list[Obj]:
+    paused = copy.deepcopy(RUNNING)
+    for job in paused:
+        if job["kind"] == "Job":
+            job["spec"]["suspend"] = True
+            job["metadata"].setdefault("annotations", {})[
+                "jobset.sigs.k8s.io/execution-attempt"] = attempt
+            job["status"] = {"startTime": "2026-01-01T11:00:00Z"}
+    return paused
+
+
+def _resized_jobset(cpu: str) -> Obj:
+    js = make_jobset()
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["resources"] = {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}
+    js["status"] = {"executionAttempts": 0, "conditions": [
+        {"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "message": "m",
+         "lastTransitionTime": "2026-01-01T11:00:00Z"}]}
+    return js
+
+
+RESIZED = _resized_jobset("2")
+PAUSED = _suspended_jobs("0")
+RESUMED = decide(RESIZED, PAUSED, LIFECYCLE)
+
+
+def test_a_resume_with_its_attempt_and_new_resources_passes():
+    assert types(RESUMED) == ["UPDATE_STATUS", "RESUME_JOB", "RESUME_JOB", "UPDATE_STATUS",
+                              "EVENT"]
+    assert RESUMED.actions[0].HasField("status")
+    assert RESUMED.actions[0].status.execution_attempts == 1
+    resumes = [a for a in RESUMED.actions if a.type == RESUME]
+    assert len(resumes) == 2 and all(a.HasField("on_failure") for a in resumes)
+    assert '"containers"' in resumes[0].patch_json
+    assert check(RESUMED, PAUSED, RESIZED) is None
+
+
+def test_an_update_of_the_services_ports_passes():
+    js = make_jobset()
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["ports"] = [{"containerPort": 8080}]
+    plan = decide(js, RUNNING)
+    assert "UPDATE_SERVICE" in types(plan)
+    assert check(plan, RUNNING, js) is None
+
+
+def _resume_with(change: Callable[[Obj], Any]) -> pb.DecideResponse:
+    plan = pb.DecideResponse()
+    plan.CopyFrom(RESUMED)
+    i = _find(plan, RESUME)
+    patch = json.loads(plan.actions[i].patch_json)
+    change(patch["spec"]["template"]["spec"]["containers"])
+    plan.actions[i].patch_json = json.dumps(patch)
+    return plan
+
+
+SERVICE = next(o for o in RUNNING if o["kind"] == "Service")["metadata"]
+
+
+def _on_service(patch: Obj, **fields: Any) -> pb.DecideResponse:
+    base: Obj = {"type": pb.ACTION_TYPE_UPDATE_SERVICE, "name": SERVICE["name"],
+                 "api_version": "v1", "kind": "Service", "uid": SERVICE["uid"],
+                 "patch_json": json.dumps(patch)}
+    base.update(fields)
+    return _one(**base)
+
+
+@pytest.mark.parametrize(("plan", "rule"), [
+    pytest.param(_resume_with(lambda cs: cs[0].update(image="evil")), "patch",
+                 id="resume-resources-and-an-image"),
+    pytest.param(_resume_with(lambda cs: cs[0]["resources"].update(requests={"cpu": "64"})),
+                 "patch", id="resume-resources-the-template-does-not-say"),
+    pytest.param(_resume_with(lambda cs: cs[0]["resources"].update(claims=[{"name": "x"}])),
+                 "patch", id="resume-resources-and-claims"),
+    pytest.param(_resume_with(lambda cs: cs.append({"name": "sidecar", "image": "x"})), "patch",
+                 id="resume-adds-a-container"),
+    pytest.param(_on_service({"spec": {"type": "LoadBalancer"}}), "patch",
+                 id="update-service-beyond-ports"),
+    pytest.param(_on_service({"spec": {"ports": [{"name": "x", "port": 80, "nodePort": 30000}]}}),
+                 "patch", id="update-service-node-port"),
+    pytest.param(_on_service({"spec": {"ports": None}}, name="other", uid="uid-other"),
+                 "controlled", id="update-service-not-controlled"),
+    pytest.param(_on_job(DELETE, status=pb.JobSetStatus(restarts=1)), "fields",
+                 id="fields-status-on-delete"),
+    pytest.param(_on_job(DELETE, on_failure=pb.Event(type="Warning", reason="R")), "fields",
+                 id="fields-on-failure-on-delete"),
+    pytest.param(_on_job(RESUME, {"spec": {"suspend": False}},
+                         on_failure=pb.Event(type="Critical", reason="R")), "event",
+                 id="event-on-failure-type"),
+])
+def test_refused_lifecycle(plan: pb.DecideResponse, rule: str) -> None:
+    owned = [*PAUSED, FOREIGN_JOB]
+    refusal = check(plan, owned, RESIZED)
+    assert refusal is not None, "the plan was accepted"
+    assert refusal.rule == rule, str(refusal)
