@@ -45,9 +45,9 @@ def test_version_names_the_package_and_the_jobset_api(module: str, prog: str) ->
     assert out.returncode == 0, out.stderr
     version = metadata.version("jobset-decider")
     assert out.stdout.strip() == (f"{prog} {version} (JobSet API jobset.x-k8s.io/v1alpha2, "
-                                  "upstream v0.12)")
+                                  "upstream v0.13.0-devel)")
     # The release the README says the decider follows.
-    assert re.search(r"upstream JobSet v0\.12\b", (ROOT / "README.md").read_text())
+    assert re.search(r"upstream JobSet v0\.13\.0-devel\b", (ROOT / "README.md").read_text())
 
 
 def test_every_shim_flag_has_help() -> None:

@@ -141,18 +141,23 @@ def resume_jobs(st: PassState, active: list[ObservedJob],
                                                                statuses[rjob.name]):
             continue
         template = (rjob.template.get("spec") or {}).get("template") or {}
-        resumed = 0
+        resumed = resized = 0
         for job in by_rjob.get(rjob.name, ()):
+            patch = resume_patch(job, template, annotations, resources)
             st.act(Action(type="ResumeJob", name=job.name, api_version="batch/v1", kind="Job",
-                          uid=job.uid, patch=resume_patch(job, template, annotations, resources),
-                          clear_start_time=bool(job.start_time),
+                          uid=job.uid, patch=patch, clear_start_time=bool(job.start_time),
                           reason="the JobSet is resumed",
                           on_failure=pod_resources.failure_event(job.name) if resources
                           else None))
             resumed += 1
+            pod_spec = (patch["spec"].get("template") or {}).get("spec") or {}
+            resized += "containers" in pod_spec or "initContainers" in pod_spec
         if resumed:
             st.explain(f"the JobSet is not suspended: resume {resumed} job(s) of replicated job "
                        f"{rjob.name}")
+        if resized:
+            st.explain(f"{resized} of them take the container resources replicated job "
+                       f"{rjob.name} now asks (changed while suspended)")
         if js.in_order:
             startup_policy.set_in_progress(st)
             return

@@ -86,6 +86,9 @@ def test_resume_propagates_resources(gates: dict[str, bool], containers: list[An
     got = ((resume.patch["spec"].get("template") or {}).get("spec") or {}).get("containers")
     assert got == containers
     assert resume.patch["spec"]["suspend"] is False
+    resized = [e for e in plan.explanation if "take the container resources" in e]
+    assert resized == (["1 of them take the container resources replicated job rjob now asks "
+                        "(changed while suspended)"] if containers else [])
     if event:
         assert resume.on_failure is not None
         assert (resume.on_failure.type, resume.on_failure.reason) == ("Warning",

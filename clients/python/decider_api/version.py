@@ -11,9 +11,10 @@ from importlib import metadata
 
 DISTRIBUTION = "jobset-decider"
 # The API group/version of the JobSets decided and the upstream release whose behaviour, names
-# and messages the decider follows (README: "follow upstream JobSet v0.12 to the letter").
+# and messages the decider follows: upstream's open cycle, tagged v0.13.0-devel (v0.12 and the
+# work after it, each piece with its commit or PR in docs/upstream-features.md).
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-UPSTREAM_RELEASE = "v0.12"
+UPSTREAM_RELEASE = "v0.13.0-devel"
 
 
 def package_version() -> str:
@@ -28,5 +29,5 @@ VERSION = package_version()
 
 
 def version_line(prog: str) -> str:
-    """e.g. `decider 0.1.0 (JobSet API jobset.x-k8s.io/v1alpha2, upstream v0.12)`."""
+    """e.g. `decider 0.1.0 (JobSet API jobset.x-k8s.io/v1alpha2, upstream v0.13.0-devel)`."""
     return f"{prog} {VERSION} (JobSet API {JOBSET_API_VERSION}, upstream {UPSTREAM_RELEASE})"
