@@ -8,7 +8,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from decider_api.version import version_line
+from decider_api.version import VersionAction
 from shim.flag_values import boolean, env_boolean, number, port
 from shim.ratelimit import DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, DEFAULT_QPS
 
@@ -319,7 +319,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="serve /healthz (liveness) and /readyz (readiness) over HTTP on this port "
         "(env SHIM_HEALTHZ_PORT; default 0: off)",
     )
-    p.add_argument("--version", action="version", version=version_line("decider-shim"))
+    p.add_argument("--version", action=VersionAction, prog="decider-shim")
     return p
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -48,6 +49,14 @@ def test_version_names_the_package_and_the_jobset_api(module: str, prog: str) ->
                                   "upstream v0.13.0-devel)")
     # The release the README says the decider follows.
     assert re.search(r"upstream JobSet v0\.13\.0-devel\b", (ROOT / "README.md").read_text())
+
+
+@pytest.mark.parametrize("module", ["decider.cli", "shim.main"])
+def test_the_version_line_is_one_line_however_narrow_the_terminal(module: str) -> None:
+    # argparse's version action wraps at COLUMNS: a script reading the line got two.
+    out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60, env={**os.environ, "COLUMNS": "30"})
+    assert out.returncode == 0 and out.stdout.count("\n") == 1, out.stdout
 
 
 def test_every_shim_flag_has_help() -> None:

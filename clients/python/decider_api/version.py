@@ -7,7 +7,11 @@ of the decider but the contract.
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Sequence
 from importlib import metadata
+from typing import Any
 
 DISTRIBUTION = "jobset-decider"
 # The API group/version of the JobSets decided and the upstream release whose behaviour, names
@@ -31,3 +35,20 @@ VERSION = package_version()
 def version_line(prog: str) -> str:
     """e.g. `decider 0.1.0 (JobSet API jobset.x-k8s.io/v1alpha2, upstream v0.13.0-devel)`."""
     return f"{prog} {VERSION} (JobSet API {JOBSET_API_VERSION}, upstream {UPSTREAM_RELEASE})"
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the version line as it is. argparse's own action wraps it at the terminal's
+    width (COLUMNS), and a script reading the line would get two."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None,
+                 prog: str = "decider") -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default,
+                         help=help or "print the version and the JobSet API followed, and exit")
+        self.prog = prog
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(version_line(self.prog) + "\n")
+        parser.exit()
