@@ -19,6 +19,8 @@ from decider_client.render import ACTION_NAMES
 Obj = dict[str, Any]
 
 REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+# The one annotation a resume writes on the Job itself (ExecutionAttemptsTracking).
+EXECUTION_ATTEMPT = "jobset.sigs.k8s.io/execution-attempt"
 # Pod-spec fields the decider copies from the replicated Job's template untouched, and that
 # decide who the pod runs as, where, and with what: a created Job must carry the template's.
 # (The decider does change labels, annotations, subdomain, nodeSelector, tolerations,
@@ -247,8 +249,9 @@ PATCH_SHAPES: dict[int, tuple[Shape, Callable[[Obj], bool]]] = {
     ),
     pb.ACTION_TYPE_RESUME_JOB: (
         {
-            # The execution attempt (ExecutionAttemptsTracking) on the Job itself.
-            "metadata": {"annotations": _is_str_map},
+            # The execution attempt (ExecutionAttemptsTracking) on the Job itself, and only it.
+            "metadata": {"annotations": lambda v: _is_str_map(v) and set(v) <= {
+                EXECUTION_ATTEMPT}},
             "spec": {
                 "suspend": lambda v: v is False,
                 "template": {

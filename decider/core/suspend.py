@@ -95,7 +95,9 @@ def resume_patch(job: ObservedJob, template: dict[str, Any],
         # order differs between equal messages, and the plan's bytes must not.
         have = dict(sorted(have.items()))
         merged = {**have, **(want or {})}
-        if merged != have:
+        # The execution attempt is written on every resume, as upstream's Update does, even
+        # where the Job has it already: what the resume asks is then plain in its patch.
+        if merged != have or (key == "annotations" and extra):
             out[key] = merged
     tolerations = _union(current.tolerations, [_toleration(t) for t in spec.get("tolerations")
                                                or ()])
@@ -109,9 +111,8 @@ def resume_patch(job: ObservedJob, template: dict[str, Any],
     if resources:
         pod_spec.update(pod_resources.resume_changes(job, template))
     patch: dict[str, Any] = {"spec": {"suspend": False}}
-    job_annotations = {k: v for k, v in extra.items() if job.annotations.get(k) != v}
-    if job_annotations:
-        patch["metadata"] = {"annotations": job_annotations}
+    if extra:
+        patch["metadata"] = {"annotations": dict(extra)}
     pod: dict[str, Any] = {}
     if pod_meta:
         pod["metadata"] = pod_meta
