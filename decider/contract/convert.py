@@ -150,13 +150,22 @@ def _summarized(req: pb.DecideRequest, lim: Limits) -> tuple[pb.DecideRequest, S
                        "observed objects")
     # An index per summary, not a field name: a name is made only for an error.
     sent = Sent(jobs=[], objects=[], pods=[])
+    # The same rule as a client's summaries (summarize.wants_containers); the JobSet is read
+    # for it only under the gate.
+    containers = False
+    if req.options.feature_gates.get(summarize.MUTABLE_POD_RESOURCES):
+        try:
+            jobset = json.loads(req.jobset_json)
+        except ValueError:
+            jobset = None  # refused by the JobSet's own check, later, naming its field
+        containers = summarize.wants_containers(jobset, req.options.feature_gates)
     for i, text in enumerate(req.observed_json):
         field = f"observed_json[{i}]"
         limits.check_object_bytes(text, field, lim)
         obj = parse_object(text, field, lim)
         before = (len(out.jobs), len(out.pods))
         try:
-            summarize.add_observed(out, obj, field)
+            summarize.add_observed(out, obj, field, containers)
         except summarize.ObservationError as exc:
             raise InvalidInput.at(exc.field, exc.message) from None
         added: Any = None

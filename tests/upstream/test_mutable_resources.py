@@ -109,8 +109,14 @@ def test_unchanged_resources_send_no_containers() -> None:
     assert resume.on_failure is not None
 
 
-def test_only_suspended_jobs_carry_their_containers_to_the_decider() -> None:
-    js = two_rjobs()
+@pytest.mark.parametrize(("suspended_jobset", "gates", "sent"), [
+    pytest.param(False, GATE, True, id="a JobSet that may resume, under the gate: sent"),
+    pytest.param(True, GATE, False, id="a suspended (queued) JobSet resumes nothing: not sent"),
+    pytest.param(False, {}, False, id="gate off: not sent"),
+])
+def test_only_suspended_jobs_carry_their_containers_to_the_decider(
+        suspended_jobset: bool, gates: dict[str, bool], sent: bool) -> None:
+    js = two_rjobs(suspend=suspended_jobset)
     running = {"apiVersion": "batch/v1", "kind": "Job",
                "metadata": {"name": "test-js-replicated-job-a-0", "namespace": "jobset-ns-1",
                             "labels": {}},
@@ -118,14 +124,18 @@ def test_only_suspended_jobs_carry_their_containers_to_the_decider() -> None:
     suspended = copy.deepcopy(running)
     suspended["metadata"]["name"] = "test-js-replicated-job-b-0"
     suspended["spec"]["suspend"] = True
-    req = observe.build_decide_request(js, [running, suspended], NOW)
+    req = observe.build_decide_request(js, [running, suspended], NOW, feature_gates=gates)
     by_name = {j.name: j.pod_template for j in req.jobs}
     assert by_name["test-js-replicated-job-a-0"].containers_json == ""
-    assert json.loads(by_name["test-js-replicated-job-b-0"].containers_json) == \
-        _pod(CPU1)["spec"]["containers"]
+    want = _pod(CPU1)["spec"]["containers"] if sent else None
+    got = by_name["test-js-replicated-job-b-0"].containers_json
+    assert (json.loads(got) if got else None) == want
     observed = convert.observed_from_proto(req)
-    assert [j.pod_template.containers for j in observed.jobs if j.suspend] == \
-        [_pod(CPU1)["spec"]["containers"]]
+    assert [j.pod_template.containers for j in observed.jobs if j.suspend] == [want]
+    # Sent whole, the server summarizes them by the same rule: the same request.
+    raw = observe.build_raw_decide_request(js, [running, suspended], NOW, feature_gates=gates)
+    assert convert.decide_response(raw).SerializeToString(deterministic=True) == \
+        convert.decide_response(req).SerializeToString(deterministic=True)
 
 
 def test_containers_json_that_is_not_a_list_is_refused_naming_the_job() -> None:

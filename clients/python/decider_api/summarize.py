@@ -123,8 +123,24 @@ def _pod_template(template: dict[str, Any], field: str) -> pb.PodTemplateSummary
     )
 
 
-def job_summary(job: dict[str, Any], field: str = "job") -> pb.ObservedJob:
-    """The typed summary of a batch/v1 Job that a decision reads."""
+# The gate under which a resume writes container resources (KEP-1150, upstream #1273).
+MUTABLE_POD_RESOURCES = "MutablePodResourcesForSuspendedJobSets"
+
+
+def wants_containers(jobset: Any, feature_gates: Any) -> bool:
+    """Whether a decision may read suspended Jobs' containers: only a resume under
+    MutablePodResourcesForSuspendedJobSets rewrites them, and only a JobSet that is not
+    suspended resumes. A queued (suspended) JobSet of thousands of Jobs sends none of it."""
+    if not (feature_gates or {}).get(MUTABLE_POD_RESOURCES):
+        return False
+    spec = jobset.get("spec") if isinstance(jobset, dict) else None
+    return not (isinstance(spec, dict) and spec.get("suspend") is True)
+
+
+def job_summary(job: dict[str, Any], field: str = "job",
+                containers: bool = False) -> pb.ObservedJob:
+    """The typed summary of a batch/v1 Job that a decision reads; `containers`: a suspended
+    Job's containers too (wants_containers)."""
     meta = _map(job.get("metadata"), f"{field}.metadata")
     spec = _map(job.get("spec"), f"{field}.spec")
     status = _map(job.get("status"), f"{field}.status")
@@ -155,7 +171,7 @@ def job_summary(job: dict[str, Any], field: str = "job") -> pb.ObservedJob:
         if not isinstance(suspend, bool):
             raise ObservationError(f"{field}.spec.suspend", "must be a boolean")
         out.suspend = suspend
-    if suspend is True:
+    if suspend is True and containers:
         # Only a suspended Job is resumed, and only a resume rewrites its containers'
         # resources (MutablePodResourcesForSuspendedJobSets): running Jobs send none of it.
         pod_spec = _map(_map(spec.get("template"), f"{field}.spec.template").get("spec"),
@@ -227,13 +243,14 @@ def kind_of(obj: dict[str, Any]) -> str:
     return OTHER
 
 
-def add_observed(req: pb.DecideRequest, obj: Any, field: str) -> None:
+def add_observed(req: pb.DecideRequest, obj: Any, field: str,
+                 containers: bool = False) -> None:
     """Summarize one observed object into the request's typed list for its kind."""
     if not isinstance(obj, dict):
         raise ObservationError(field, "must be a JSON object")
     kind = kind_of(obj)
     if kind == JOB:
-        req.jobs.append(job_summary(obj, field))
+        req.jobs.append(job_summary(obj, field, containers))
     elif kind == POD:
         req.pods.append(pod_summary(obj, field))
     else:

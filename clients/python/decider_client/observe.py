@@ -23,6 +23,7 @@ from decider_api.summarize import (
     kind_of,
     object_summary,
     pod_summary,
+    wants_containers,
 )
 from decider_api.v1 import decider_pb2 as pb
 
@@ -61,12 +62,13 @@ def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]]
         now=timestamp(now),
         options=options(controller_name, feature_gates, gang_api_version, gang_target),
     )
+    containers = wants_containers(jobset, feature_gates)
     for obj in owned:
         if not isinstance(obj, dict):
             raise ObservationError("objects", "every object must be a JSON object")
         kind = kind_of(obj)
         if kind == JOB:
-            req.jobs.append(job_summary(obj, f"jobs[{len(req.jobs)}]"))
+            req.jobs.append(job_summary(obj, f"jobs[{len(req.jobs)}]", containers))
         elif kind == POD:
             req.pods.append(pod_summary(obj, f"pods[{len(req.pods)}]"))
         else:
