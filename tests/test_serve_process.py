@@ -206,11 +206,14 @@ def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
     (["--max-message-bytes", "2147483648"], "--max-message-bytes: must be at most 2,147,483,647"),
     (["--max-connection-age", "1e12"], "--max-connection-age: must be at most 2,147,483"),
     (["--max-worker-memory-mb", "99999999999999"], "--max-worker-memory-mb: must be at most"),
+    (["--max-inflight-bytes", "1000"], "--max-inflight-bytes: must be at least "
+                                       "--max-message-bytes (67,108,864), got 1,000"),
+    (["--max-inflight-bytes", "0"], "--max-inflight-bytes: must be greater than 0"),
 ], ids=["unreadable-cert", "client-ca-alone", "negative-workers", "zero-deadline", "nan-deadline",
         "endless-drain", "negative-kill-grace", "port-wraps-around", "negative-port",
         "metrics-port-out-of-range",
         "nan-webhook-timeout", "message-bytes-past-c-int", "connection-age-past-c-int-ms",
-        "worker-memory-past-64-bits"])
+        "worker-memory-past-64-bits", "inflight-bytes-below-a-message", "no-inflight-bytes"])
 def test_bad_serve_flags_exit_2_naming_the_flag(flags: list[str], needle: str) -> None:
     done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0", *flags],
                           capture_output=True, text=True, cwd=ROOT, timeout=30)

@@ -70,6 +70,7 @@ def server_config(args: argparse.Namespace) -> Any:
                 "--max-replicas": args.max_replicas, "--max-jobs": args.max_jobs,
                 "--max-observed": args.max_observed, "--max-string-bytes": args.max_string_bytes,
                 "--max-json-depth": args.max_json_depth, "--max-pending": args.max_pending,
+                "--max-inflight-bytes": args.max_inflight_bytes,
                 "--max-decision-seconds": args.max_decision_seconds}
     for flag, value in positive.items():
         _finite(flag, value)
@@ -92,6 +93,10 @@ def server_config(args: argparse.Namespace) -> Any:
                                (2**63 - 1) >> 20)):
         if value > most:
             raise UsageError(f"{flag}: must be at most {most:,}, got {value:,}")
+    if args.max_inflight_bytes < args.max_message_bytes:
+        # Else the largest request the server takes could never be held.
+        raise UsageError(f"--max-inflight-bytes: must be at least --max-message-bytes "
+                         f"({args.max_message_bytes:,}), got {args.max_inflight_bytes:,}")
     _port("--port", args.port)
     _port("--metrics-port", args.metrics_port)
     webhook = webhook_config(args) if args.webhook_port is not None else None
@@ -103,6 +108,7 @@ def server_config(args: argparse.Namespace) -> Any:
     return ServerConfig(address=f"{args.host}:{args.port}", limits=limits, workers=args.workers,
                         max_decision_seconds=args.max_decision_seconds,
                         kill_grace=args.kill_grace, max_pending=args.max_pending,
+                        max_inflight_bytes=args.max_inflight_bytes,
                         max_worker_memory_mb=args.max_worker_memory_mb, tls=tls,
                         reflection=args.reflection, drain_delay=args.drain_delay,
                         grace=args.grace, decision_log=args.decision_log, webhook=webhook,
@@ -262,6 +268,7 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
         DEFAULT_GRACE_SECONDS,
         DEFAULT_MAX_CONNECTION_AGE_SECONDS,
         DEFAULT_MAX_DECISION_SECONDS,
+        DEFAULT_MAX_INFLIGHT_BYTES,
         DEFAULT_MAX_PENDING,
     )
 
@@ -329,6 +336,10 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING,
                      help="requests waiting for a free worker; more is RESOURCE_EXHAUSTED "
                           f"(default {DEFAULT_MAX_PENDING})")
+    lim.add_argument("--max-inflight-bytes", type=int, default=DEFAULT_MAX_INFLIGHT_BYTES,
+                     help="request bytes held at once, waiting for a worker or with one; a "
+                          "request past it is RESOURCE_EXHAUSTED with retry pushback (default "
+                          f"{DEFAULT_MAX_INFLIGHT_BYTES:,}; at least --max-message-bytes)")
     lim.add_argument("--max-worker-memory-mb", type=int, default=0,
                      help="address space of each worker; a decision needing more is "
                           "RESOURCE_EXHAUSTED (default 0: the container's limit)")

@@ -23,6 +23,7 @@ import collections
 import logging
 import math
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,8 +54,22 @@ class WorkerLost(Exception):
     """The worker deciding the request exited before answering."""
 
 
+# A worker frees up in milliseconds.
+QUEUE_PUSHBACK_MS = 100
+# A request's bytes are refused at the budget for longer than a full queue: a large request
+# holds its worker for as long as the worker takes to read it (~0.2 s for 60 MiB here), and
+# those ahead of it are likely large too.
+BYTES_PUSHBACK_MS = 500
+
+
 class Busy(Exception):
-    """More requests are already waiting for a worker than the pool queues."""
+    """More requests are already waiting for a worker than the pool queues, or their bytes
+    would pass the pool's budget. pushback_ms: when sending it again is worth it."""
+
+    def __init__(self, message: str, pushback_ms: int = QUEUE_PUSHBACK_MS) -> None:
+        super().__init__(message)
+        self.pushback_ms = pushback_ms
+
 
 
 @dataclass(eq=False)
@@ -74,7 +89,8 @@ class WorkerPool:
     def __init__(self, size: int, limits: Limits, *, max_memory_mb: int = 0,
                  max_pending: int = 1024, start_timeout: float = 60.0,
                  max_seconds: float = math.inf,
-                 kill_grace: float = DEFAULT_KILL_GRACE_SECONDS) -> None:
+                 kill_grace: float = DEFAULT_KILL_GRACE_SECONDS,
+                 max_bytes: float = math.inf) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
@@ -84,6 +100,12 @@ class WorkerPool:
         self.start_timeout = start_timeout
         self.max_seconds = max_seconds
         self.kill_grace = kill_grace
+        # The request bytes this process may hold at once: waiting for a worker, or handed to
+        # one and not yet answered. One request is always taken when none is held.
+        self.max_bytes = max_bytes
+        self.held_bytes = 0
+        # Called with a request's size as the pool lets go of it (memory.Trimmer).
+        self.on_released: Callable[[int], None] | None = None
         self._idle: collections.deque[WorkerProcess] = collections.deque()
         self._pending: collections.deque[_Job] = collections.deque()
         self._all: set[WorkerProcess] = set()
@@ -183,6 +205,7 @@ class WorkerPool:
         for job in self._pending:
             if not job.future.done():
                 job.future.set_exception(WorkerLost("the decider is stopping"))
+            self._release(job)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -229,6 +252,18 @@ class WorkerPool:
         w, job.worker = job.worker, None
         if w is not None:
             w.job = None
+        self._release(job)
+
+    def _release(self, job: _Job) -> None:
+        """The pool lets go of the request's bytes: answered, given up on while waiting, or
+        its worker gone (a worker has read the whole request before it answers)."""
+        size = len(job.payload)
+        if not size:
+            return
+        job.payload = b""
+        self.held_bytes -= size
+        if self.on_released is not None:
+            self.on_released(size)
 
     def _on_reply(self, w: WorkerProcess, reply: Reply) -> None:
         job = w.job
@@ -268,6 +303,9 @@ class WorkerPool:
         job.future.set_exception(Overrun(elapsed, ran=job.worker is not None))
         if job.worker is not None:
             self._wind_down(job)
+        else:
+            # Left in the queue until a worker frees up, but no longer holding its bytes.
+            self._release(job)
 
     def _abandon(self, job: _Job) -> None:
         """The caller went away: its decision winds down like one whose deadline passed."""
@@ -302,6 +340,11 @@ class WorkerPool:
         """Start a request at once if a worker is idle, else queue it; Busy if the queue is
         full. The job's future gets the reply, or Overrun or WorkerLost."""
         loop = asyncio.get_running_loop()
+        if self.held_bytes and self.held_bytes + len(payload) > self.max_bytes:
+            raise Busy(f"{self.held_bytes:,} bytes of requests are already waiting for or with "
+                       f"a decision worker; this one's {len(payload):,} would pass the "
+                       f"budget of {self.max_bytes:,} (--max-inflight-bytes)",
+                       BYTES_PUSHBACK_MS)
         job = _Job(METHOD_IDS.get(method, 255), want, payload, loop.create_future(),
                    loop.time())
         if self._idle:
@@ -316,14 +359,31 @@ class WorkerPool:
                     raise Busy(f"{len(self._pending)} requests are already waiting for a "
                                "decision worker")
             self._pending.append(job)
+        self.held_bytes += len(payload)
         job.timer = loop.call_later(max(timeout, 0.0), self._expire, job)
         return job
 
-    async def run(self, method: str, payload: bytes, timeout: float, want: int = 0) -> Reply:
-        """The worker's reply; Overrun, WorkerLost or Busy when there is none."""
-        job = self.submit(method, payload, timeout, want)
+    def run(self, method: str, payload: bytes, timeout: float, want: int = 0
+            ) -> Coroutine[Any, Any, Reply]:
+        """Submits now (Busy at once), and returns what awaits the worker's reply (Overrun,
+        WorkerLost when there is none). A plain function, so no frame of it waits holding the
+        request (see wait())."""
+        return self.wait(self.submit(method, payload, timeout, want))
+
+    async def wait(self, job: _Job) -> Reply:
+        """The reply to a submitted request; Overrun or WorkerLost when there is none.
+
+        The request's bytes must not be in reach of a frame that can end in an exception's
+        traceback: the job's future keeps its exception, the exception its traceback, the
+        traceback this frame (and the caller's), and this frame the job, a cycle only a full
+        garbage collection frees, rarely run in this process (F14: sixteen 60 MiB requests held
+        for good). This frame lets go of the job as the exception passes, and the caller of
+        submit() keeps no bytes of its own while it awaits."""
         try:
             return await job.future
         except asyncio.CancelledError:
             self._abandon(job)
+            raise
+        except BaseException:
+            del job
             raise

@@ -29,6 +29,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from decider.contract.limits import Limits
 from decider.service import decoded_services, ended_calls
 from decider.service.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
+from decider.service.memory import Trimmer
 from decider.service.pool import DEFAULT_KILL_GRACE_SECONDS, Busy, Overrun, WorkerLost, WorkerPool
 from decider.service.rpc_telemetry import RpcTelemetry
 from decider.service.tls_files import TLSFiles
@@ -45,6 +46,11 @@ DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_DRAIN_DELAY_SECONDS = 5.0
 DEFAULT_MAX_DECISION_SECONDS = 10.0
 DEFAULT_MAX_PENDING = 1024
+# Request bytes the server holds at once, received and waiting for a worker or with one (README
+# "Limits"): four of the largest requests (--max-message-bytes' 64 MiB), thousands of real ones
+# (the shim's Decide for a JobSet of 1,000 running Jobs is 0.25 MiB), and well inside a pod's
+# memory limit.
+DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_CONNECTION_AGE_SECONDS = 300.0
 _STATUS = {code.value[0]: code for code in grpc.StatusCode}
 
@@ -97,6 +103,7 @@ class ServerConfig:
     # A request whose caller no longer waits may finish this long before its worker is killed.
     kill_grace: float = DEFAULT_KILL_GRACE_SECONDS
     max_pending: int = DEFAULT_MAX_PENDING
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
     max_worker_memory_mb: int = 0
     tls: TLSFiles | None = None
     reflection: bool = True
@@ -137,10 +144,10 @@ def server_options(max_message_bytes: int, max_connection_age: float = 0.0,
 # RESOURCE_EXHAUSTED is both "the input is too large" (the worker's answer) and "the server is
 # shedding load" (here). The second carries gRPC's retry pushback (the retry design's trailer,
 # honoured by a client's retry policy), so a client can tell a request worth sending again
-# later from one that never fits: a worker frees up in milliseconds; a lost one's place is
-# taken by a spare whose own replacement takes ~0.4 s.
+# later from one that never fits: a worker frees up in milliseconds (pool.Busy says how long for
+# a full queue and for the bytes budget); a lost one's place is taken by a spare whose own
+# replacement takes ~0.4 s.
 PUSHBACK = "grpc-retry-pushback-ms"
-BUSY_PUSHBACK_MS = 100
 LOST_PUSHBACK_MS = 500
 # A flood of requests past --max-pending logged a warning each (hundreds a second).
 BUSY_REPORT_SECONDS = 10.0
@@ -169,10 +176,12 @@ class _Occasional:
 class DeciderService:
     """The Decider RPCs, each a pass-through of serialized bytes to a worker."""
 
-    def __init__(self, pool: WorkerPool, config: ServerConfig, observe: RpcTelemetry) -> None:
+    def __init__(self, pool: WorkerPool, config: ServerConfig, observe: RpcTelemetry,
+                 trimmer: Trimmer | None = None) -> None:
         self.pool = pool
         self.config = config
         self.observe = observe
+        self.trimmer = trimmer
         self._busy = _Occasional(BUSY_REPORT_SECONDS)
 
     def handler(self) -> grpc.GenericRpcHandler:
@@ -183,15 +192,32 @@ class DeciderService:
 
     def _bind(self, method: str) -> Callable[[bytes, grpc.aio.ServicerContext], Any]:
         async def rpc(payload: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            return await self.answer(method, payload, context)
+            # Handed over in a box that answer() empties, so that no frame of this call keeps
+            # the request once it is answered (see answer()).
+            held = [payload]
+            del payload
+            return await self.answer(method, held, context)
         return rpc
 
-    async def answer(self, method: str, payload: bytes,
+    async def answer(self, method: str, held: list[bytes],
                      context: grpc.aio.ServicerContext) -> bytes:
+        """held: the request's bytes, taken out of the list."""
+        payload = held.pop()
+        size = len(payload)
         call = self.observe.start(method, context)
-        code, message, reply = await self._decide(method, payload, context, call.want)
+        try:
+            code, message, reply = await self._decide(method, payload, context, call.want)
+        finally:
+            if self.trimmer is not None:
+                self.trimmer.released(size)
         self.observe.finish(call, code, message, reply, payload)
         if code != OK:
+            # context.abort raises, and gRPC keeps the exception on the call's state, which
+            # this frame's context refers to: a cycle, freed only by a full garbage collection,
+            # which a process making few objects runs rarely. The request and the worker's
+            # record (a copy of the request as JSON) must not be in it: sixteen refused 60 MiB
+            # requests kept 1 GB for as long (F14).
+            del payload, reply
             await ended_calls.abort(context, _STATUS.get(code, grpc.StatusCode.INTERNAL), message)
         assert reply is not None
         return reply.body
@@ -205,13 +231,16 @@ class DeciderService:
         client_bound = remaining is not None and remaining < cap
         budget = remaining if client_bound else cap
         try:
-            reply = await self.pool.run(method, payload, max(budget, 0.0), want)
-        except Overrun as exc:
-            return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
+            job = self.pool.submit(method, payload, max(budget, 0.0), want)
         except Busy as exc:
             self._busy.report(f"{method}: {exc}")
-            context.set_trailing_metadata(((PUSHBACK, str(BUSY_PUSHBACK_MS)),))
+            context.set_trailing_metadata(((PUSHBACK, str(exc.pushback_ms)),))
             return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
+        del payload  # the pool's now; see WorkerPool.wait
+        try:
+            reply = await self.pool.wait(job)
+        except Overrun as exc:
+            return DEADLINE_EXCEEDED, self._overrun_message(method, exc, client_bound), None
         except WorkerLost as exc:
             log.warning("%s: %s", method, exc)
             context.set_trailing_metadata(((PUSHBACK, str(LOST_PUSHBACK_MS)),))
@@ -242,6 +271,7 @@ class Running:
     telemetry: otel.Telemetry
     decision_log: DecisionLog | None = None
     webhook: FrontEnd | None = None
+    trimmer: Trimmer | None = None
 
     async def stop(self, grace: float | None) -> None:
         await self.server.stop(grace)
@@ -251,6 +281,8 @@ class Running:
         self.close_outputs()
 
     def close_outputs(self) -> None:
+        if self.trimmer is not None:
+            self.trimmer.close()
         if self.decision_log is not None:
             self.decision_log.close()
             self.decision_log = None
@@ -263,13 +295,14 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
     ended_calls.quiet_ended_calls()
     pool = WorkerPool(config.worker_count, config.limits, max_memory_mb=config.max_worker_memory_mb,
                       max_pending=config.max_pending, max_seconds=config.max_decision_seconds,
-                      kill_grace=config.kill_grace)
+                      kill_grace=config.kill_grace, max_bytes=config.max_inflight_bytes)
+    trimmer = Trimmer()
     decision_log = DecisionLog(config.decision_log) if config.decision_log else None
     server = grpc.aio.server(options=server_options(config.limits.max_message_bytes,
                                                     config.max_connection_age,
                                                     config.max_decision_seconds))
     observe = RpcTelemetry(telemetry, pool, decision_log)
-    server.add_generic_rpc_handlers((DeciderService(pool, config, observe).handler(),))
+    server.add_generic_rpc_handlers((DeciderService(pool, config, observe, trimmer).handler(),))
     # The asynchronous health servicer: the synchronous one fails every Check in an aio server
     # under an interceptor (pitfalls.md). Health and reflection get no spans: probes every few
     # seconds would bury the decisions.
@@ -291,7 +324,8 @@ async def start(config: ServerConfig, telemetry: otel.Telemetry | None = None) -
     if port == 0:
         raise OSError(f"cannot bind {config.address}")
     await pool.start()
-    running = Running(server, port, health_servicer, pool, telemetry, decision_log)
+    running = Running(server, port, health_servicer, pool, telemetry, decision_log,
+                      trimmer=trimmer)
     try:
         if config.webhook is not None:
             running.webhook = config.webhook.front_end(pool, config.max_decision_seconds)
