@@ -98,6 +98,21 @@ def test_replay_names_a_decision_that_differs(logged: Path, tmp_path: Path) -> N
     assert "2 differ" in done.stderr
 
 
+def test_replay_names_a_value_that_became_the_default_as_that_value(logged: Path,
+                                                                    tmp_path: Path) -> None:
+    """protobuf's JSON leaves out a field at its default: an answer whose restarts became 0 was
+    reported as 'now null' (issue 20, item 10)."""
+    records = [json.loads(line) for line in logged.read_text().splitlines()]
+    assert "restarts" not in records[0]["response"]["status"]
+    records[0]["response"]["status"]["restarts"] = 3
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = _replay(changed)
+    assert done.returncode == 1
+    (report,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert report["differences"] == ["status.restarts: logged 3, now 0"]
+
+
 def test_replay_refuses_a_file_that_is_not_a_decision_log(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"method": "Decide", "request": {}}\nnot json\n')

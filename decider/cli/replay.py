@@ -3,6 +3,12 @@
 An upgrade can be checked against yesterday's traffic: the same request must get the same plan
 (the decision id aside, which names the version that decided). Lines whose request never reached
 a worker (a deadline or a full queue) carry no request and are skipped.
+
+The log is read a line at a time, lines split at "\\n" only (decider/telemetry/log_format.py),
+so a log of any size replays in the memory of its largest line. A torn line (the start of a
+record a crash or a full disk cut short) is reported and skipped, and a whole record written
+after it on the same line, by a server older than the rule that starts a fresh line after one,
+is replayed.
 """
 
 from __future__ import annotations
@@ -12,17 +18,21 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from google.protobuf import json_format
 
-from decider.cli.common import UsageError, read_input
+from decider.cli.common import UsageError
 from decider.contract.limits import Limits
 from decider.service import dispatch
+from decider.telemetry.log_format import request_from_json, split_torn
 
 # Fields that name the decision rather than say what was decided.
 _IGNORED = frozenset({"decisionId"})
 _MAX_PATHS = 10
+# Torn lines named one by one on standard error; past this, only counted.
+_MAX_TORN_REPORTS = 10
+_START = '{"time":"'
 
 
 class ReplayInputError(ValueError):
@@ -40,6 +50,13 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         return {"line": self.line, "decision_id": self.decision_id, "method": self.method,
                 "jobset": self.jobset, "differences": self.differences}
+
+
+@dataclass(frozen=True)
+class Torn:
+    """A line cut short: reported, not replayed."""
+
+    line: int
 
 
 def _paths(before: Any, after: Any, path: str, out: list[str]) -> None:
@@ -75,18 +92,66 @@ def _record(text: str, number: int) -> dict[str, Any]:
     return record
 
 
-def replay(lines: Iterable[str], limits: Limits) -> Iterator[tuple[Outcome, bool]]:
-    """(outcome, replayed) per record; outcome.differences is empty when the answer is the
-    logged one. Raises ReplayInputError naming the line for a line that is not a record."""
-    for number, text in enumerate(lines, start=1):
+def _looks_torn(text: str) -> bool:
+    """The start of a record: what the writer puts first, or a piece of it."""
+    return text.startswith(_START) or _START.startswith(text)
+
+
+def _records(text: str, number: int) -> Iterator[dict[str, Any] | Torn]:
+    """The line's record, or Torn and the whole record written after it, if one was."""
+    try:
+        yield _record(text, number)
+        return
+    except ReplayInputError:
+        if not _looks_torn(text):
+            raise
+    _, rest = split_torn(text)
+    yield Torn(number)
+    if rest is not None:
+        yield from _records(rest, number)
+
+
+def replay(lines: Iterable[str | bytes], limits: Limits
+           ) -> Iterator[tuple[Outcome, bool] | Torn]:
+    """(outcome, replayed) per record, Torn per torn line; outcome.differences is empty when
+    the answer is the logged one. Raises ReplayInputError naming the line for a line that is
+    neither a record nor a torn one."""
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, str):
+            text = raw
+        else:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                # A torn line may end in part of a character.
+                text = raw.decode("utf-8", "replace")
+                if not _looks_torn(text):
+                    raise ReplayInputError(f"line {number}: not UTF-8 text") from None
         if not text.strip():
             continue
-        record = _record(text, number)
-        try:
-            yield _replay_one(record, number, limits)
-        except RecursionError:
-            # A line json.loads could just read, compared field by field a level deeper.
-            raise ReplayInputError(f"line {number}: nested too deeply to compare") from None
+        for record in _records(text, number):
+            if isinstance(record, Torn):
+                yield record
+                continue
+            try:
+                yield _replay_one(record, number, limits)
+            except RecursionError:
+                # A line json.loads could just read, compared field by field a level deeper.
+                raise ReplayInputError(f"line {number}: nested too deeply to compare") from None
+
+
+def _as_written(data: Any, cls: Any, number: int, what: str) -> dict[str, Any]:
+    """A message's JSON with every field, defaults included (0, "", the enum's zero), so a
+    value that became the default compares as that value, not as a missing one."""
+    try:
+        message = json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise ReplayInputError(f"line {number}: {what}: {exc}") from None
+    return _with_defaults(message)
+
+
+def _with_defaults(message: Any) -> dict[str, Any]:
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
 
 def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Outcome, bool]:
@@ -102,7 +167,7 @@ def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Ou
         raise ReplayInputError(f"line {number}: request: must be an object (the request as "
                                f"JSON), not {type(record['request']).__name__}")
     try:
-        request = json_format.ParseDict(record["request"], spec.request())
+        request = request_from_json(record["request"], spec.request)
     except json_format.ParseError as exc:
         raise ReplayInputError(f"line {number}: request: {exc}") from None
     reply = dispatch.answer(method, request.SerializeToString(), limits)
@@ -114,8 +179,8 @@ def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Ou
         else:
             answer = spec.response()
             answer.ParseFromString(reply.body)
-            _paths(record["response"], json_format.MessageToDict(answer), "",
-                   outcome.differences)
+            _paths(_as_written(record["response"], spec.response, number, "response"),
+                   _with_defaults(answer), "", outcome.differences)
     else:
         logged = record.get("status") or {}
         if not isinstance(logged, dict):
@@ -128,14 +193,33 @@ def _replay_one(record: dict[str, Any], number: int, limits: Limits) -> tuple[Ou
     return outcome, True
 
 
+def _open(path: str) -> tuple[IO[bytes] | IO[str], bool]:
+    """The log to read a line at a time, and whether to close it."""
+    if path == "-":
+        if sys.stdin is None:  # started with standard input closed (<&-)
+            raise UsageError("-: there is no standard input to read (it is closed)")
+        # Bytes, split at "\n" alone; a text stream (no buffer) splits at "\n" and "\r".
+        return getattr(sys.stdin, "buffer", sys.stdin), False
+    try:
+        return open(path, "rb"), True  # noqa: SIM115 - closed by cmd_replay
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from decider.contract.limits import DEFAULT
 
-    text = read_input(args.file)
-    replayed = skipped = differing = 0
+    replayed = skipped = differing = torn = 0
+    source, owned = _open(args.file)
     try:
-        for outcome, ran in replay(text.splitlines(), DEFAULT):
+        for item in replay(source, DEFAULT):
+            if isinstance(item, Torn):
+                torn += 1
+                if torn <= _MAX_TORN_REPORTS:
+                    print(f"decider: {args.file}: line {item.line}: a torn line (cut short by "
+                          "a crash or a full disk), skipped", file=sys.stderr)
+                continue
+            outcome, ran = item
             if not ran:
                 skipped += 1
                 continue
@@ -145,8 +229,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 sys.stdout.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
     except ReplayInputError as exc:
         raise UsageError(f"{args.file}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{args.file}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        if owned:
+            source.close()
     print(f"decider: replayed {replayed} decision(s), {differing} differ, {skipped} skipped "
-          "(no request logged)", file=sys.stderr)
+          "(no request logged)" + (f", {torn} torn line(s) skipped" if torn else ""),
+          file=sys.stderr)
     return 1 if differing else 0
 
 

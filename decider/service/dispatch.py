@@ -151,7 +151,10 @@ def _written_extra(want: int, method: str, facts: dict[str, Any], request: Messa
         facts = {**facts, DECISION_ID: convert.decision_id(method, request)}
     record: dict[str, Any] = {}
     if want & WANT_RECORD:
-        record["request"] = json_format.MessageToDict(request) if request is not None else None
+        from decider.telemetry.log_format import request_json
+
+        # An out-of-range `now` too (refused INVALID_ARGUMENT): replay reads it back.
+        record["request"] = request_json(request) if request is not None else None
         if response is not None:
             record["response"] = json_format.MessageToDict(response)
         if status is not None:
@@ -166,8 +169,16 @@ def _written_extra(want: int, method: str, facts: dict[str, Any], request: Messa
     else:
         facts_json = b""
     return (facts_json,
-            _dumps(record) if want & WANT_RECORD else b"",
+            _record_json(record) if want & WANT_RECORD else b"",
             _span_attributes(facts) if want & WANT_SPAN else b"")
+
+
+def _record_json(record: dict[str, Any]) -> bytes:
+    """The record as one line's worth of JSON, written here, on a worker, rather than by the
+    server, which splices it into the log line unread."""
+    from decider.telemetry.log_format import line_safe_utf8
+
+    return line_safe_utf8(_dumps(record))
 
 
 def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
