@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Render each overlay into the single file `kubectl apply --server-side -f` installs.
-# tests/test_deploy.py fails when a file and its kustomization drift apart.
+# tests/test_install.py fails when a file and its kustomization drift apart.
 set -euo pipefail
 cd "$(dirname "$0")"
 for overlay in standalone beside-upstream; do

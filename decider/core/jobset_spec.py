@@ -3,7 +3,8 @@
 Everything here depends on `spec` alone, so jobset.py parses one spec once and reuses the result
 for every later pass that sends the same spec (decider/core/spec_cache.py). What a pass may not
 change is immutable: frozen dataclasses and tuples. The JSON inside (Job templates, PVC
-templates) stays the caller's dicts, which no pass writes to (tests/test_spec_cache.py checks).
+templates) stays the caller's dicts, which no pass writes to (tests/support/spec_cache_check.py
+checks).
 
 Absent fields read as JobSet's webhook would have set them: network DNS hostnames on, success
 policy All, startup policy AnyOrder. Anything of the wrong shape raises InvalidInput naming the
