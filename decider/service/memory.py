@@ -18,6 +18,7 @@ import asyncio
 import ctypes
 import ctypes.util
 import logging
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("decider.memory")
@@ -38,7 +39,13 @@ def _glibc_trim() -> Callable[[], int] | None:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
-    return lambda: int(trim(0))
+
+    def timed() -> int:
+        started = time.perf_counter()
+        released = int(trim(0))
+        log.debug("malloc_trim: %.1f ms", (time.perf_counter() - started) * 1000)
+        return released
+    return timed
 
 
 class Trimmer:

@@ -245,6 +245,9 @@ class DeciderService:
             log.warning("%s: %s", method, exc)
             context.set_trailing_metadata(((PUSHBACK, str(LOST_PUSHBACK_MS)),))
             return RESOURCE_EXHAUSTED, f"{method}: {exc}", None
+        finally:
+            # The job's future holds the exception, whose traceback holds this frame.
+            del job
         return reply.code, reply.message if reply.code != OK else "", reply
 
     def _overrun_message(self, method: str, exc: Overrun, client_bound: bool) -> str:
