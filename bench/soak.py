@@ -133,7 +133,8 @@ class Server:
         env = dict(os.environ, PYTHONPATH=f"{cwd}:{cwd / 'clients' / 'python'}", **(env or {}))
         args = [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
                 "--port", "0", *flags]
-        if workers and (cwd / "decider" / "pool.py").exists():
+        if workers and any((cwd / "decider" / rel).exists()
+                           for rel in ("service/pool.py", "pool.py")):
             args += ["--workers", str(workers), "--drain-delay", "0"]
         self.label = label
         self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
