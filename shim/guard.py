@@ -20,11 +20,17 @@ JobSet it was decided for:
   directives, elastic parallelism, the headless Service's ports, gang minCount), so it cannot
   rewrite owner references, the namespace or the pod's identity; a resume that rewrites the
   Job's containers (MutablePodResourcesForSuspendedJobSets) changes nothing in them but
-  requests and limits, and only to what the JobSet's template says.
+  requests and limits, and only to what the JobSet's template says;
+- every identity a created object or a resume patch writes is this JobSet's: names, the
+  jobset-name/-uid and Job labels and annotations, the pod's hostname and subdomain, the Job's
+  selector, the Service's name and selector, the gang objects a pod joins
+  (shim/guard_identity.py). Owned by this JobSet but labelled as another's, a pod would join
+  the other's headless Service, DNS and gang.
 
 A plan that breaks any rule is refused whole: a half-applied plan of a hostile decider is still
 an attack, and one of a buggy decider leaves the JobSet in a state no pass planned. Pure: no I/O.
-This module holds the scope rules; what a manifest or a patch may say is shim/guard_content.py.
+This module holds the scope rules; what a manifest or a patch may say is shim/guard_content.py,
+and whom it may say it is, shim/guard_identity.py.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES
 from shim import guard_content as content
 from shim.guard_content import Broken, clip, q
+from shim.guard_identity import Identity
 from shim.owned import controller_ref, is_jobset_ref
 
 Obj = dict[str, Any]
@@ -111,7 +118,7 @@ class PlanGuard:
         `controlled` is what the plan was decided on (the objects sent to Decide); only those
         this JobSet controls, in its namespace, may be deleted or patched.
         """
-        ctx = _Context(self.kinds, jobset, controlled)
+        ctx = _Context(self.kinds, jobset, controlled, plan)
         for index, action in enumerate(plan.actions):
             try:
                 ctx.check(action)
@@ -126,6 +133,21 @@ class PlanGuard:
         return None
 
 
+def _gang_creates(plan: pb.DecideResponse) -> list[Obj]:
+    """The manifests of the plan's Workload and PodGroup creates that parse (one that does not
+    is refused on its own)."""
+    out = []
+    for a in plan.actions:
+        if a.type in (pb.ACTION_TYPE_CREATE_WORKLOAD, pb.ACTION_TYPE_CREATE_POD_GROUP):
+            try:
+                obj = json.loads(a.object_json or "null")
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
 def _target(action: pb.Action, namespace: str) -> str:
     if not action.name:
         return "(no name)"
@@ -133,7 +155,8 @@ def _target(action: pb.Action, namespace: str) -> str:
 
 
 class _Context:
-    def __init__(self, kinds: Mapping[str, str], jobset: Obj, controlled: Iterable[Obj]) -> None:
+    def __init__(self, kinds: Mapping[str, str], jobset: Obj, controlled: Iterable[Obj],
+                 plan: pb.DecideResponse) -> None:
         self.kinds = kinds
         self.jobset = jobset
         meta = jobset.get("metadata") or {}
@@ -150,6 +173,11 @@ class _Context:
                 and (ref or {}).get("uid") == self.uid
             ):
                 self.controlled[(obj.get("apiVersion", ""), obj.get("kind", ""), m["name"])] = obj
+        gang_kinds = {k: v for k, v in kinds.items() if k not in _CORE_KINDS}
+        # A pod may join a gang object the JobSet controls, or one this plan creates (gang
+        # objects come before the Jobs that join them, but a plan is judged whole).
+        self.identity = Identity(jobset, gang_kinds,
+                                 [*self.controlled.values(), *_gang_creates(plan)])
 
     # ---- per action -------------------------------------------------------------------------
 
@@ -179,6 +207,7 @@ class _Context:
             patch = content.patch(t, a.patch_json)
             if t == pb.ACTION_TYPE_RESUME_JOB:
                 content.resume_containers(patch, target, self.jobset)
+                self.identity.resume(target, a.patch_json)
         else:
             self._self(a)
 
@@ -265,8 +294,16 @@ class _Context:
             self._owners(obj, kind)
         if kind == "Job":
             content.pod_template(obj, self.jobset)
+            self.identity.job(obj)
         elif kind == "Service":
             content.service(obj)
+            self.identity.service(obj)
+        elif kind == "PersistentVolumeClaim":
+            self.identity.pvc(obj)
+        elif kind == "Workload":
+            self.identity.workload(obj)
+        else:
+            self.identity.pod_group(obj)
 
     def _owners(self, obj: Obj, kind: str) -> None:
         refs = obj["metadata"].get("ownerReferences")

@@ -80,7 +80,7 @@ def q(value: Any) -> str:
 def pvc(obj: Obj, jobset: Obj) -> bool:
     """A PVC is one of the JobSet's volumeClaimPolicies, with its template's spec; returns
     whether its policy retains it (whenDeleted: Retain), so that it must have no owner."""
-    js_name = _dig(jobset, "metadata").get("name", "")
+    js_name = dig(jobset, "metadata").get("name", "")
     templates = {f"{name}-{js_name}": (t.get("spec") or {}, retain)
                  for name, t, retain in _claim_templates(jobset)}
     name = obj["metadata"]["name"]
@@ -110,17 +110,17 @@ def service(obj: Obj) -> None:
 
 def pod_template(job: Obj, jobset: Obj) -> None:
     """A Job's pod runs as its replicated Job's template says."""
-    js_name = _dig(jobset, "metadata").get("name", "")
+    js_name = dig(jobset, "metadata").get("name", "")
     labels = job["metadata"].get("labels") or {}
     rjob_name = labels.get(REPLICATED_JOB_NAME) if isinstance(labels, dict) else None
-    rjob = next((r for r in _replicated_jobs(jobset) if r.get("name") == rjob_name), None)
+    rjob = next((r for r in replicated_jobs(jobset) if r.get("name") == rjob_name), None)
     if rjob is None:
         raise Broken(
             "pod-template",
             f"the Job's {REPLICATED_JOB_NAME} {q(rjob_name)} is not a replicated Job of the JobSet",
         )
-    want = _dig(rjob, "template", "spec", "template", "spec")
-    have = _dig(job, "spec", "template", "spec")
+    want = dig(rjob, "template", "spec", "template", "spec")
+    have = dig(job, "spec", "template", "spec")
     for field in POD_FIELDS_FROM_TEMPLATE:
         if have.get(field) != want.get(field):
             raise Broken(
@@ -164,12 +164,12 @@ def resume_containers(patch: Obj, job: Obj, jobset: Obj) -> None:
     """A resume that rewrites the Job's containers (MutablePodResourcesForSuspendedJobSets)
     keeps every container as the Job has it but for resources.requests and .limits, which
     become those of the replicated Job's container of the same name."""
-    pod_patch = _dig(patch, "spec", "template", "spec")
+    pod_patch = dig(patch, "spec", "template", "spec")
     labels = job["metadata"].get("labels") or {}
     rjob_name = labels.get(REPLICATED_JOB_NAME) if isinstance(labels, dict) else None
-    rjob = next((r for r in _replicated_jobs(jobset) if r.get("name") == rjob_name), None)
-    template = _dig(rjob, "template", "spec", "template", "spec")
-    have_spec = _dig(job, "spec", "template", "spec")
+    rjob = next((r for r in replicated_jobs(jobset) if r.get("name") == rjob_name), None)
+    template = dig(rjob, "template", "spec", "template", "spec")
+    have_spec = dig(job, "spec", "template", "spec")
     for key in ("containers", "initContainers"):
         if key not in pod_patch:
             continue
@@ -308,29 +308,29 @@ def _fits(value: Any, shape: Shape, required: bool = False) -> bool:
     return all(key in shape and _fits(item, shape[key]) for key, item in value.items())
 
 
-def _dig(obj: Any, *keys: str) -> Obj:
+def dig(obj: Any, *keys: str) -> Obj:
     for key in keys:
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj if isinstance(obj, dict) else {}
 
 
-def _replicated_jobs(jobset: Obj) -> list[Obj]:
-    rjobs = _dig(jobset, "spec").get("replicatedJobs")
+def replicated_jobs(jobset: Obj) -> list[Obj]:
+    rjobs = dig(jobset, "spec").get("replicatedJobs")
     return [r for r in rjobs if isinstance(r, dict)] if isinstance(rjobs, list) else []
 
 
 def _claim_templates(jobset: Obj) -> list[tuple[str, Obj, bool]]:
     """(template name, template, retained) for every claim template of the JobSet."""
     out: list[tuple[str, Obj, bool]] = []
-    policies = _dig(jobset, "spec").get("volumeClaimPolicies")
+    policies = dig(jobset, "spec").get("volumeClaimPolicies")
     for policy in policies if isinstance(policies, list) else ():
         if not isinstance(policy, dict):
             continue
         # Delete is the CRD's default, as the decider reads it.
-        retain = _dig(policy, "retentionPolicy").get("whenDeleted", "Delete") == "Retain"
+        retain = dig(policy, "retentionPolicy").get("whenDeleted", "Delete") == "Retain"
         templates = policy.get("templates")
         for t in templates if isinstance(templates, list) else ():
-            name = _dig(t, "metadata").get("name")
+            name = dig(t, "metadata").get("name")
             if isinstance(name, str) and name:
                 out.append((name, t, retain))
     return out

@@ -274,3 +274,47 @@ def test_an_owned_objects_event_wakes_no_jobset_of_another_namespace(cluster, sh
     assert shim.owned(victim) == []
     shim._on_owned("DELETED", forged, forged)
     shim.applier.close()
+
+
+def test_a_job_labelled_as_another_jobsets_is_refused_whole(cluster, shims, decider_server):
+    """The decider's true plan for `js`, its first Job relabelled as JobSet `victim`'s (managed
+    by another controller): name and UID labels on the Job and its pods, the victim's subdomain
+    and a hostname in its DNS. Its pods would join the victim's headless Service and DNS."""
+    victim = cluster.create_jobset(jobset("victim", rjob("workers", 1),
+                                          managed_by="someone.else/controller"))
+    claimed = {
+        "jobset.sigs.k8s.io/jobset-name": "victim",
+        "jobset.sigs.k8s.io/jobset-uid": victim["metadata"]["uid"],
+    }
+
+    def answer(req: pb.DecideRequest, plan: Any) -> pb.DecideResponse:
+        out = pb.DecideResponse()
+        out.CopyFrom(plan)
+        if _meta(req)["name"] != "js":
+            return out
+        for action in out.actions:
+            if action.type == pb.ACTION_TYPE_CREATE_JOB:
+                job = json.loads(action.object_json)
+                job["metadata"]["labels"].update(claimed)
+                pod = job["spec"]["template"]
+                pod["metadata"]["labels"].update(claimed)
+                pod["spec"].update(subdomain="victim", hostname="victim-workers-0-0")
+                action.object_json = json.dumps(job)
+                break
+        return out
+
+    real = DeciderClient(decider_server.target, options=[("grpc.so_reuseport", 0)])
+    shim, decider = _start(shims, cluster, answer, real)
+    event = wait_for(lambda: _refusals(cluster), what="a PlanRefused event")[0]
+    assert "breaks rule identity" in event["message"]
+    assert "victim" in event["message"]
+    # Refused whole: not the Service, not the PVCs, not the untouched second Job.
+    assert [r.path for r in cluster.kube.writes(method="POST") if "/events" not in r.path] == []
+    assert cluster.live_jobs("js-") == []
+    assert cluster.store.try_get(cluster.services_rt, NS, "js") is None
+    pods, _ = cluster.store.list(cluster.store.resource_for("", "v1", "pods"), NS)
+    assert not [p for p in pods
+                if (p["metadata"].get("labels") or {}).get("jobset.sigs.k8s.io/jobset-name")
+                == "victim"]
+    assert shim.stats.refused_plans >= 1
+    assert decider.calls >= 1
