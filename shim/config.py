@@ -91,6 +91,10 @@ class Config:
     # change to the JobSet or its objects still runs a pass at once.
     refusal_backoff_base: float = 30.0
     refusal_backoff_max: float = 600.0
+    # A plan's requeue below this floor is honoured once; asked again and again it waits the
+    # floor, doubling up to the cap (shim/workqueue.py).
+    min_requeue_after: float = 1.0
+    max_requeue_after: float = 60.0
     watch_timeout: tuple[int, int] = (300, 600)
     cache_sync_timeout: float = 120.0
     api_qps_pool: int = 32
@@ -242,6 +246,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "default %(default)s)",
     )
     p.add_argument(
+        "--min-requeue-after",
+        type=number(float, at_least=0, env="SHIM_MIN_REQUEUE_AFTER"),
+        default=e("SHIM_MIN_REQUEUE_AFTER", "1"),
+        help="shortest wait between passes a plan's requeue_after may ask again and again, "
+        "seconds: a shorter one is honoured once, then waits this long, doubling up to 60 s "
+        "(env SHIM_MIN_REQUEUE_AFTER, default %(default)s)",
+    )
+    p.add_argument(
         "--workers",
         type=number(int, at_least=1, env="SHIM_WORKERS"),
         default=e("SHIM_WORKERS", "4"),
@@ -363,6 +375,7 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         feature_gates=feature_gates,
         scheduling_api_version=args.scheduling_api_version,
         gang_target=args.gang_target,
+        min_requeue_after=args.min_requeue_after,
         workers=args.workers,
         max_parallel_writes=args.max_parallel_writes,
         kube_api_qps=args.kube_api_qps,

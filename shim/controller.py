@@ -68,7 +68,8 @@ class Shim:
         self.decider = decider
         self.clock = clock
         self.stats = Stats()
-        self.queue = WorkQueue(config.backoff_base, config.backoff_max)
+        self.queue = WorkQueue(config.backoff_base, config.backoff_max,
+                               config.min_requeue_after, config.max_requeue_after)
         self.telemetry = ShimTelemetry(telemetry, queue_depth=lambda: len(self.queue))
         kube.observer = self.telemetry
         self._stop = threading.Event()
@@ -299,8 +300,10 @@ class Shim:
         jobset = self.jobsets.get(*key)
         if jobset is not None:
             self.applier.recorder.forget(jobset["metadata"].get("uid", ""))
-        if requeue > 0:
-            self.queue.add_after(key, requeue)
+        delay = self.queue.requeue(key, requeue)
+        if delay is not None and delay > requeue:
+            log.debug("%s/%s: requeue after %.3fs asked again; waiting %.3fs", key[0], key[1],
+                      requeue, delay)
         return True
 
     def _report_refusal(self, exc: PlanRefused | DecisionRefused) -> None:

@@ -5,8 +5,10 @@ client of their own (the same connections, a token bucket of the same rate and b
 recorder also has a client of its own), so a restart's events never take the tokens its deletes
 and creates need: at client-go's 5 QPS, two events ahead of a create cost that create 0.4 s.
 
-Events stay best effort. At most `max_queued` wait (client-go's broadcaster keeps 1,000 and drops
-the rest); one that cannot be written is logged. One thread writes them all, in the order they
+Events stay best effort. What reaches the sink has passed the correlator (shim/event_correlator.py:
+a repeat is a count on the first event, a flood of one JobSet's events is cut to its budget); at
+most `max_queued` wait (client-go's broadcaster keeps 1,000 and drops the rest); one that cannot
+be written is logged. One thread writes them all, in the order they
 were handed over, so a JobSet's events keep their order, and the events a pass hands over after
 its status write (upstream records them only once the status is written) still follow it.
 """
@@ -20,11 +22,27 @@ import threading
 import time
 from collections.abc import Callable
 
-from shim.kube import Kube, Obj
+from kubernetes.client.exceptions import ApiException
+
+from shim.event_correlator import Write
+from shim.kube import Kube, Resource
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 1000
+
+
+def write_event(kube: Kube, events: Resource, namespace: str, write: Write) -> None:
+    """Create the event, or count it on the one already written; an event counted after it
+    expired is created again, as client-go's recorder does."""
+    if write.patch is not None:
+        try:
+            kube.merge_patch(events, namespace, write.body["metadata"]["name"], write.patch)
+            return
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    kube.create(events, namespace, write.body)
 
 
 class EventSink:
@@ -40,8 +58,8 @@ class EventSink:
         self.max_queued = max_queued
         self.events = kube.resource("v1", "Event")
         self.dropped = 0
-        # (the sender's context, so the write is traced under its pass; namespace; body)
-        self._pending: collections.deque[tuple[contextvars.Context, str, Obj]] = (
+        # (the sender's context, so the write is traced under its pass; namespace; the write)
+        self._pending: collections.deque[tuple[contextvars.Context, str, Write]] = (
             collections.deque())
         self._busy = 0  # handed over and not yet written (queued or being written)
         self._cond = threading.Condition()
@@ -49,14 +67,15 @@ class EventSink:
         self._thread = threading.Thread(target=self._run, name="event-sink", daemon=True)
         self._thread.start()
 
-    def send(self, namespace: str, body: Obj) -> bool:
+    def send(self, namespace: str, write: Write) -> bool:
         """Queue an event; False when it was dropped (the queue is full, or closed)."""
+        body = write.body
         with self._cond:
             if self._closed or len(self._pending) >= self.max_queued:
                 self.dropped += 1
                 full = not self._closed
             else:
-                self._pending.append((contextvars.copy_context(), namespace, body))
+                self._pending.append((contextvars.copy_context(), namespace, write))
                 self._busy += 1
                 self._cond.notify_all()
                 return True
@@ -91,18 +110,19 @@ class EventSink:
                     self._cond.wait()
                 if not self._pending:
                     return
-                context, namespace, body = self._pending.popleft()
+                context, namespace, write = self._pending.popleft()
             try:
-                context.run(self._write, namespace, body)
+                context.run(self._write, namespace, write)
             finally:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
 
-    def _write(self, namespace: str, body: Obj) -> None:
+    def _write(self, namespace: str, write: Write) -> None:
+        body = write.body
         what = f"{body.get('reason')} on {(body.get('involvedObject') or {}).get('name')}"
         try:
             self.may_write()
-            self.kube.create(self.events, namespace, body)
+            write_event(self.kube, self.events, namespace, write)
         except Exception as exc:  # noqa: BLE001 - best effort: the writer outlives any failure
             log.warning("event %s not recorded: %s", what, exc)

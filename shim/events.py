@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
-from shim.event_sink import EventSink
+from shim.event_correlator import EventCorrelator, Write
+from shim.event_sink import EventSink, write_event
 from shim.kube import Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ class EventRecorder:
         self.identity = identity
         self.may_write = may_write
         self.events = kube.resource("v1", "Event")
+        # Counts repeats, combines similar events and drops a flood, as client-go's recorder.
+        self.correlator = EventCorrelator()
         # JobSet UID -> key -> (monotonic time told, interval)
         self._told: dict[str, dict[Hashable, tuple[float, float]]] = {}
         # The size past which the next prune runs. A prune walks every JobSet remembered; run
@@ -56,14 +59,20 @@ class EventRecorder:
 
     def record(self, jobset: Obj, event_type: str, reason: str, message: str) -> bool:
         """Best effort: an event that cannot be written is logged, never raised. True when it
-        was written, or handed to the sink."""
+        was written (as a new event or a count), or handed to the sink; False when it was
+        dropped (shim/event_correlator.py) or failed."""
         meta = jobset["metadata"]
         try:
             self.may_write()
-            body = self.body(jobset, event_type, reason, message)
+            write: Write | None = self.correlator.correlate(
+                self.body(jobset, event_type, reason, message))
+            if write is None:
+                log.debug("event %s on %s dropped: the JobSet's event budget is spent", reason,
+                          meta["name"])
+                return False
             if self.sink is not None:
-                return self.sink.send(meta["namespace"], body)
-            self.kube.create(self.events, meta["namespace"], body)
+                return self.sink.send(meta["namespace"], write)
+            write_event(self.kube, self.events, meta["namespace"], write)
             return True
         except ApiException as exc:
             log.warning("event %s on %s not recorded: %s", reason, meta["name"], exc)

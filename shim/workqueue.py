@@ -9,6 +9,14 @@
   A caller may pass its own base and cap for failures that call for a slower retry; each
   schedule counts its own failures, so four quick retries of a decider restarting (5 ms base)
   do not make a key's first refusal (30 s base) wait 2^4 times its base.
+- `requeue` is a pass asking to run again later (its plan's requeue_after). controller-runtime
+  hands its reconciler's RequeueAfter to AddAfter as it is: the reconciler is the controller's
+  own code. The shim's plans come from a service, which may be careless or hostile (1 ms, again
+  and again, made 333 Decides a second of one idle JobSet), so a requeue below the floor is
+  honoured once (a TTL's last few milliseconds), and asked again with no longer one between it
+  goes through a rate limiter: the floor, doubling up to a cap, as client-go's per-item
+  exponential limiter spaces a key's retries. A requeue of at least the floor, or a pass that
+  asks for none, starts over.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from collections.abc import Hashable
 
 
 class WorkQueue:
-    def __init__(self, base_delay: float = 0.005, max_delay: float = 300.0) -> None:
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 300.0,
+                 min_requeue: float = 1.0, max_requeue: float = 60.0) -> None:
         self._cond = threading.Condition()
         self._queue: collections.deque[Hashable] = collections.deque()
         self._dirty: set[Hashable] = set()
@@ -33,6 +42,10 @@ class WorkQueue:
         self._failures: dict[Hashable, dict[tuple[float, float], int]] = {}
         self._base = base_delay
         self._max = max_delay
+        self.min_requeue = min_requeue
+        self.max_requeue = max(max_requeue, min_requeue)
+        # Requeues below the floor asked in a row, per key.
+        self._short: dict[Hashable, int] = {}
         self._shutdown = False
 
     def add(self, key: Hashable) -> None:
@@ -86,6 +99,22 @@ class WorkQueue:
             failures = counts.get((base, cap), 0)
             counts[(base, cap)] = failures + 1
         delay = min(base * (2 ** min(failures, 64)), cap)
+        self.add_after(key, delay)
+        return delay
+
+    def requeue(self, key: Hashable, delay: float) -> float | None:
+        """A pass of `key` asked to run again in `delay` s (0 or less: not at all); returns
+        the delay it is queued with, None when it is not."""
+        with self._cond:
+            if delay <= 0 or delay >= self.min_requeue:
+                self._short.pop(key, None)
+            else:
+                short = self._short.get(key, 0)
+                self._short[key] = short + 1
+                if short:
+                    delay = min(self.min_requeue * 2 ** min(short - 1, 64), self.max_requeue)
+        if delay <= 0:
+            return None
         self.add_after(key, delay)
         return delay
 

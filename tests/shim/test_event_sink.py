@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 
 from fakekube import FakeKube
+from shim.event_correlator import Write
 from shim.event_sink import EventSink
 from shim.events import EventRecorder
 from shim.kube import Kube
@@ -74,7 +75,8 @@ def test_events_take_tokens_of_their_own_bucket(fake):
     assert (events.limiter.qps, events.limiter.burst) == (1, 2)
     sink = EventSink(events)
     for reason in ("A", "B"):
-        sink.send("default", EventRecorder(kube, "c", "me").body(JS, "Normal", reason, "m"))
+        sink.send("default", Write(EventRecorder(kube, "c", "me").body(JS, "Normal", reason,
+                                                                   "m")))
     assert sink.flush(5)
     # The pass's own bucket is untouched: its next two requests go at once.
     assert kube.limiter.reserve() == 0.0 and kube.limiter.reserve() == 0.0
@@ -85,12 +87,12 @@ def test_a_full_queue_drops_events_and_a_refused_write_is_logged_not_raised(fake
     gate = Gate()
     sink = EventSink(_kube(fake), gate, max_queued=2)
     body = EventRecorder(_kube(fake), "c", "me").body
-    assert sink.send("default", body(JS, "Normal", "A", "m"))
+    assert sink.send("default", Write(body(JS, "Normal", "A", "m")))
     assert gate.entered.wait(5)
     # The writer holds A; B and C wait; D finds the queue full.
-    assert sink.send("default", body(JS, "Normal", "B", "m"))
-    assert sink.send("default", body(JS, "Normal", "C", "m"))
-    assert not sink.send("default", body(JS, "Normal", "D", "m"))
+    assert sink.send("default", Write(body(JS, "Normal", "B", "m")))
+    assert sink.send("default", Write(body(JS, "Normal", "C", "m")))
+    assert not sink.send("default", Write(body(JS, "Normal", "D", "m")))
     assert sink.dropped == 1
     gate.refuse = True
     gate.open.set()
@@ -98,8 +100,8 @@ def test_a_full_queue_drops_events_and_a_refused_write_is_logged_not_raised(fake
     assert _reasons(fake) == []
     assert "not recorded: not the leader" in caplog.text
     gate.refuse = False
-    assert sink.send("default", body(JS, "Normal", "E", "m"))
+    assert sink.send("default", Write(body(JS, "Normal", "E", "m")))
     sink.close()
     assert _reasons(fake) == ["E"]
     # Closed: nothing more is taken.
-    assert not sink.send("default", body(JS, "Normal", "F", "m"))
+    assert not sink.send("default", Write(body(JS, "Normal", "F", "m")))

@@ -127,3 +127,22 @@ def test_many_failures_do_not_overflow_the_delay():
     for _ in range(2000):
         delay = q.add_rate_limited("a")
     assert delay == 300.0
+
+
+def test_a_requeue_below_the_floor_is_honoured_once_then_rate_limited():
+    q = WorkQueue(min_requeue=1.0, max_requeue=8.0)
+    # A TTL's last milliseconds: honoured as asked.
+    assert q.requeue("a", 0.001) == 0.001
+    # Asked again and again with nothing longer between: the floor, doubling up to the cap.
+    assert [q.requeue("a", 0.001) for _ in range(6)] == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    # Another key has a count of its own.
+    assert q.requeue("b", 0.001) == 0.001
+    # A requeue of at least the floor is honoured as asked, and starts over; so does none.
+    assert q.requeue("a", 2.5) == 2.5
+    assert q.requeue("a", 0.001) == 0.001
+    assert q.requeue("a", 0.001) == 1.0
+    assert q.requeue("a", 0) is None
+    assert q.requeue("a", 0.001) == 0.001
+    # A floor of 0 honours every requeue as asked, as controller-runtime does.
+    q0 = WorkQueue(min_requeue=0.0)
+    assert [q0.requeue("a", 0.001) for _ in range(3)] == [0.001] * 3
