@@ -9,7 +9,7 @@ Failed once their restarts run out or a FailJobSet rule matches), are deleted by
 by a user. Meanwhile faults are injected: 5xx and 429 (with Retry-After) on reads and writes,
 409 on writes, slow answers, watches closed, reset, cut in half or answered 410 (and the
 watch history compacted), every watch dropped at once, seconds of 503 to everything; with
---silent-watches also watches left half-dead (see its help: the shim is blind for 150 s).
+--silent-watches also watches left half-dead (see its help: the shim is blind for minutes).
 Every so often the shim is rolled (a new replica, then the old one stops gracefully), crashes
 (killed, the Lease left to expire), or runs beside a second replica for a while; a replica
 that loses its Lease exits and is replaced, as its Deployment would replace it.
@@ -93,8 +93,10 @@ def main() -> int:
     ap.add_argument("--quiet-every", type=float, default=60.0)
     ap.add_argument("--log", default="shim_chaos.log")
     ap.add_argument("--silent-watches", action="store_true",
-                    help="also half-dead watches (accepted, then nothing): the shim notices one "
-                    "only after shim.informer.WATCH_IDLE_TIMEOUT (150 s), so its JobSets stall "
+                    help="also half-dead watches (accepted, then nothing, the peer still "
+                    "answering TCP keepalive as a live process on loopback does): the shim "
+                    "notices one only when its read deadline passes the watch's timeoutSeconds "
+                    "(5-10 min) by shim.informer.WATCH_READ_MARGIN (30 s), so its JobSets stall "
                     "that long and the liveness invariants fire; off by default")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)

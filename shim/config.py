@@ -95,12 +95,16 @@ class Config:
     # floor, doubling up to the cap (shim/workqueue.py).
     min_requeue_after: float = 1.0
     max_requeue_after: float = 60.0
+    # A watch's timeoutSeconds, drawn from this range (client-go's 5-10 min), and how long past
+    # it a silent watch is taken for a dead connection (shim/informer.py).
     watch_timeout: tuple[int, int] = (300, 600)
+    watch_read_margin: float = 30.0
     cache_sync_timeout: float = 120.0
     api_qps_pool: int = 32
-    # Client-side rate limit of API requests (watches excepted), client-go's defaults; qps <= 0
-    # turns it off. Throttled answers (429, or 5xx with Retry-After) are waited out and sent
-    # again up to kube_api_max_retries times, each wait at most kube_api_max_retry_wait.
+    # Client-side rate limit of API requests (watches excepted), upstream JobSet's manager
+    # defaults (500/500, shim/ratelimit.py); qps <= 0 turns it off. Throttled answers (429, or
+    # 5xx with Retry-After) are waited out and sent again up to kube_api_max_retries times,
+    # each wait at most kube_api_max_retry_wait.
     kube_api_qps: float = DEFAULT_QPS
     kube_api_burst: int = DEFAULT_BURST
     kube_api_max_retries: int = DEFAULT_MAX_RETRIES
@@ -222,14 +226,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         type=number(float, env="SHIM_KUBE_API_QPS"),
         default=e("SHIM_KUBE_API_QPS", str(DEFAULT_QPS)),
         help="API requests per second (watches excepted), client-side; 0 or less: no limit "
-        "(env SHIM_KUBE_API_QPS, default %(default)s as client-go)",
+        "(env SHIM_KUBE_API_QPS, default %(default)s as upstream JobSet's manager)",
     )
     p.add_argument(
         "--kube-api-burst",
         type=number(int, at_least=0, env="SHIM_KUBE_API_BURST"),
         default=e("SHIM_KUBE_API_BURST", str(DEFAULT_BURST)),
         help="API requests allowed at once above --kube-api-qps "
-        "(env SHIM_KUBE_API_BURST, default %(default)s as client-go)",
+        "(env SHIM_KUBE_API_BURST, default %(default)s as upstream JobSet's manager)",
     )
     p.add_argument(
         "--kube-api-max-retries",

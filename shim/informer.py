@@ -5,7 +5,7 @@ bookmarks; a watch that ends is resumed from the last resourceVersion seen (an e
 bookmark's); `410 Gone` (as an HTTP status or an ERROR event) forces a fresh list, which is
 diffed against the cache so that deletions missed while away are still delivered. Lists are
 read in pages (shim/pager.py). Every failure (an error, a 410, a watch closed at once, a watch
-silent past `idle_timeout`) waits a backoff that only a watch bringing events resets, so no
+silent past its own end) waits a backoff that only a watch bringing events resets, so no
 misbehaving server or proxy is answered with a loop of requests.
 """
 
@@ -45,13 +45,15 @@ class ShortWatch(Exception):
 
 # A watch shorter than this that brought no event is a ShortWatch (client-go: one second).
 SHORT_WATCH = 1.0
-# The longest a watch may stay silent before its connection is taken for dead. The API server
-# sends a watch that asked for bookmarks one at least every minute (its watch cache's bookmark
-# frequency), so 150 s of nothing is a connection that died without a FIN or RST (a NAT or a
-# load balancer forgot it): client-go notices one by HTTP/2 pings within 45 s; over HTTP/1.1
-# only a read timeout does, and the server-side timeout's (up to 630 s) left the shim blind
-# for ten minutes. A quiet watch on a server that sends no bookmarks is merely resumed.
-WATCH_IDLE_TIMEOUT = 150.0
+# A watch may be silent for as long as it lasts: a kind nobody changes (no PodGroups, say)
+# brings no event, and an API server whose etcd sends no progress notifications (etcd 3.4)
+# sends no bookmark either (taking 150 s of silence for a dead connection tore such watches
+# down 13 times in 13 minutes). The server ends every watch at its timeoutSeconds (5-10 min,
+# client-go's range), so only a watch silent past that, and this margin, is a connection that
+# died without a FIN or RST (a NAT or a load balancer that forgot it). Sooner than that, a dead
+# connection is noticed by TCP keepalive, with client-go's timings (shim/main.py), as client-go
+# notices one by keepalive or HTTP/2 health checks, never by a watch's silence.
+WATCH_READ_MARGIN = 30.0
 
 
 class _Backoff:
@@ -84,7 +86,7 @@ class Informer:
         label_selector: str = "",
         watch_timeout: tuple[int, int] = (300, 600),
         page_size: int = PAGE_SIZE,
-        idle_timeout: float = WATCH_IDLE_TIMEOUT,
+        read_margin: float = WATCH_READ_MARGIN,
         indexers: Mapping[str, IndexFunc] | None = None,
     ) -> None:
         self.kube = kube
@@ -94,7 +96,7 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.page_size = page_size
-        self.idle_timeout = idle_timeout
+        self.read_margin = read_margin
         self._store: dict[tuple[str, str], Obj] = {}
         self._indexer = Indexer(indexers) if indexers else None
         self._lock = threading.Lock()
@@ -103,6 +105,8 @@ class Informer:
         self._synced = [threading.Event() for _ in self.namespaces]
         self._streams: dict[int, WatchStream] = {}
         self.relists = 0
+        # Watches replaced because they stayed silent past their end (dead connections).
+        self.dead_watches = 0
 
     # ---- cache reads ----------------------------------------------------------------------
 
@@ -209,9 +213,10 @@ class Informer:
                     self.relists += 1
                     rv = None
                 elif isinstance(exc, ReadTimeoutError):
-                    log.warning("%s: the watch was silent for %.0fs (a dead connection); "
-                                "watching again in %.1fs", self.resource.plural,
-                                self.idle_timeout, wait)
+                    self.dead_watches += 1
+                    log.warning("%s: the watch stayed silent %.0fs past its timeoutSeconds "
+                                "(a dead connection); watching again in %.1fs",
+                                self.resource.plural, self.read_margin, wait)
                 else:
                     if isinstance(exc, ApiException):
                         # A throttled watch or list waits at least what the server asked.
@@ -251,7 +256,7 @@ class Informer:
         started = time.monotonic()
         events = 0
         stream = self.kube.watch(self.resource, namespace, rv, timeout, self.label_selector,
-                                 idle_timeout=self.idle_timeout)
+                                 read_margin=self.read_margin)
         with self._lock:
             self._streams[index] = stream
         if self._stop.is_set():

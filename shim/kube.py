@@ -399,10 +399,10 @@ class Kube:
         resource_version: str,
         timeout_seconds: int,
         label_selector: str = "",
-        idle_timeout: float | None = None,
+        read_margin: float = 30.0,
     ) -> WatchStream:
-        """`idle_timeout`: the longest silence (no event, no bookmark) taken for a live
-        connection; by default the server-side timeout and a margin."""
+        """The server ends the watch at `timeout_seconds`, however quiet; a read that waits
+        `read_margin` longer has met a dead connection (shim/informer.py)."""
         query = {
             "watch": "true",
             "resourceVersion": resource_version,
@@ -411,10 +411,9 @@ class Kube:
         }
         if label_selector:
             query["labelSelector"] = label_selector
-        # The read timeout outlives the server-side timeout, so a silent connection is noticed.
-        read = float(timeout_seconds + 30)
-        if idle_timeout is not None:
-            read = min(read, idle_timeout)
+        # The read timeout outlives the server-side timeout: silence until then is a quiet
+        # kind, silence past it a connection that died unnoticed by TCP keepalive.
+        read = float(timeout_seconds) + read_margin
         resp = self._send("GET", res.path(namespace), query, None, "", (10, read))
         if not 200 <= resp.status <= 299:
             data = resp.read()

@@ -73,13 +73,23 @@ def api_client(cfg: Config) -> client.ApiClient:
                                     client_configuration=configuration)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         raise StartupError(f"{source}: {_one_line(exc) or type(exc).__name__}") from None
+    connection_settings(configuration, cfg)
+    api = client.ApiClient(configuration)
+    api.user_agent = f"decider-shim/{cfg.identity}"
+    return api
+
+
+def connection_settings(configuration: client.Configuration, cfg: Config) -> None:
+    """How the shim's connections to the API server are made (before the ApiClient is)."""
     # Parallel writes and one watch per kind share this pool; the default (5 x CPUs) is small.
     configuration.connection_pool_maxsize = max(
         cfg.api_qps_pool, cfg.max_parallel_writes + len(cfg.owned_kinds) + 4
     )
-    api = client.ApiClient(configuration)
-    api.user_agent = f"decider-shim/{cfg.identity}"
-    return api
+    # TCP keepalive with client-go's timings (the client's own option: idle 30 s, then probes
+    # 15 s apart, 9 of them): a watch whose connection died without a FIN or RST (a NAT or a
+    # load balancer that forgot it) fails within ~3 minutes however quiet its kind, where its
+    # read timeout alone waits out the watch's 5-10 minutes.
+    configuration.keep_alive = True
 
 
 def check_api_server(kube: Kube) -> None:

@@ -2,9 +2,12 @@
 
 The token bucket is client-go's (flowcontrol.NewTokenBucketRateLimiter): `qps` tokens a second,
 at most `burst` saved up, one per request; a request that finds none waits for the next, in the
-order they asked. client-go's defaults (5 QPS, burst 10) keep one controller from starving the
-API server's other clients; API Priority and Fairness answers a client past its share with 429
-and a Retry-After, which the client waits out before sending the same request again.
+order they asked. The default is upstream JobSet's manager (api/config/v1alpha1/defaults.go:
+clientConnection QPS 500, burst 500), not client-go's library default (5, burst 10): the shim
+does the same work as that controller, and at 5 QPS 200 JobSets of 5 Jobs took 281 s to get
+their Jobs where upstream took 60 s. The server's own defence is API Priority and Fairness,
+which answers a client past its share with 429 and a Retry-After, waited out before the same
+request is sent again. An operator who wants the shim to hold back lowers the flags.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-DEFAULT_QPS = 5.0
-DEFAULT_BURST = 10
+DEFAULT_QPS = 500.0
+DEFAULT_BURST = 500
 # client-go retries a throttled request up to 10 times; each wait is what the server asked,
 # bounded so that a bad header cannot park a worker for an hour.
 DEFAULT_MAX_RETRIES = 5

@@ -37,8 +37,9 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
     # Each read a pass (or a handler) makes other than by namespace and name has its index:
     # JobSets by the gang names they may give, gang objects by the JobSet names they may carry,
     # pods by their JobSet (shim/indexes.py).
+    windows = {"watch_timeout": config.watch_timeout, "read_margin": config.watch_read_margin}
     jobsets = Informer(kube, kube.resource(JOBSET_API_VERSION, "JobSet"), config.namespaces,
-                       on_jobset, watch_timeout=config.watch_timeout,
+                       on_jobset, **windows,
                        indexers={indexes.JOBSET_NAMES: indexes.jobset_values})
     informers = [jobsets]
     gang_informers: list[Informer] = []
@@ -50,7 +51,7 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
             continue
         gang = (api_version, kind) in gang_kinds
         informer = Informer(kube, kube.resource(api_version, kind), config.namespaces,
-                            on_gang if gang else on_owned, watch_timeout=config.watch_timeout,
+                            on_gang if gang else on_owned, **windows,
                             indexers={indexes.GANG_NAMES: indexes.gang_values} if gang else None)
         informers.append(informer)
         if gang:
@@ -61,7 +62,7 @@ def build(kube: Kube, config: Config, on_jobset: Handler, on_owned: Handler,
     if config.feature_gates.get("InPlaceRestart"):
         # Only in-place restart reads pods; watching every pod otherwise costs for nothing.
         pods = Informer(kube, kube.resource("v1", "Pod"), config.namespaces, on_pod,
-                        label_selector=JOBSET_NAME_LABEL, watch_timeout=config.watch_timeout,
+                        label_selector=JOBSET_NAME_LABEL, **windows,
                         indexers={indexes.POD_JOBSET: indexes.pod_values})
         informers.append(pods)
     return Watches(jobsets, informers, gang_informers, pods, by_name)

@@ -18,7 +18,7 @@ from decider_client import DeciderClient
 from fakekube import FakeKube, JobSimulator
 from shim.config import Config
 from shim.controller import Shim
-from shim.main import build_kube
+from shim.main import build_kube, connection_settings
 
 CONTROLLER = "jobset-decider.io/shim"
 NS = "default"
@@ -210,6 +210,7 @@ class ShimFactory:
         config.load_kube_config(
             config_file=str(self.cluster.kubeconfig), client_configuration=configuration
         )
+        connection_settings(configuration, cfg)
         api = client.ApiClient(configuration)
         api.user_agent = f"decider-shim/{cfg.identity}"
         if decider is None:

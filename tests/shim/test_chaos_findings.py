@@ -48,7 +48,8 @@ def test_a_status_write_refused_as_stale_again_and_again_backs_off(cluster, shim
     assert tries <= 10, tries
     assert shim.stats.conflicts >= 3
     cluster.kube.clear_faults()
-    # What the idle timeout (150 s) would do to the half-dead connection: end it.
+    # What TCP keepalive (or the read deadline past the watch's end) does to the half-dead
+    # connection: end it.
     for stream in list(shim.jobsets._streams.values()):
         stream.close()
     wait_for(lambda: cluster.condition("behind", "Completed"), timeout=10,
