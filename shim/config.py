@@ -116,6 +116,9 @@ class Config:
     metrics_port: int = 0
     # 0: no health endpoint (shim/health.py).
     healthz_port: int = 0
+    # The address the shim's HTTP ports (health, metrics) listen on; the wildcard is every
+    # address, IPv6 as well as IPv4.
+    host: str = "0.0.0.0"
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -335,6 +338,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="serve /healthz (liveness) and /readyz (readiness) over HTTP on this port "
         "(env SHIM_HEALTHZ_PORT; default 0: off)",
     )
+    p.add_argument(
+        "--host",
+        default=e("SHIM_HOST", "0.0.0.0"),
+        help="address the health and metrics ports listen on (env SHIM_HOST; default "
+        "%(default)s: every address, IPv6 too); 127.0.0.1 keeps them to this machine",
+    )
     p.add_argument("--version", action=VersionAction, prog="decider-shim")
     return p
 
@@ -397,4 +406,5 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         log_level=args.log_level,
         metrics_port=args.metrics_port,
         healthz_port=args.healthz_port,
+        host=args.host.strip(),
     )

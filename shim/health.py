@@ -9,23 +9,38 @@
 
 The decider's answer is kept for a few seconds: probes from the kubelet (and anyone else) do not
 turn into a stream of health RPCs.
+
+The port is served from an event loop (aiohttp, in a thread of its own), not a thread per
+connection: 1,000 connections left open cost 1,000 threads before. A connection idle for
+`idle_timeout` seconds (no request yet, or none since the last answer) is closed, so idle
+ones cannot pile up; the checks run on two threads of their own. It listens on `--host`
+only (every address, IPv6 as well as IPv4, by default).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from aiohttp import web
 
 from decider_api.listen import bind_every_address
 
 log = logging.getLogger(__name__)
 
 DECIDER_CHECK_CACHE_SECONDS = 5.0
+# A probe opens a connection, asks, and reads the answer within a second; one quiet this long is
+# nobody's probe.
+IDLE_TIMEOUT = 10.0
+# Threads the checks run on: a readiness check may wait on the decider (the kubelet's probe
+# times out after 1 s by default; the answer is cached), and a liveness check never waits.
+CHECK_THREADS = 2
 
 
 class Health:
@@ -64,58 +79,64 @@ class Health:
         return why
 
 
-class _Server(ThreadingHTTPServer):
-    """Listens on an IPv6 address when given one (and on IPv4 too for "::")."""
-
-    def __init__(self, address: tuple[str, int], handler: Any) -> None:
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, handler)
-
-    def server_bind(self) -> None:
-        if self.address_family == socket.AF_INET6:
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on `host` (an IPv6 one is dual-stack for "::")."""
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
             # Dual-stack whatever the node's net.ipv6.bindv6only says.
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class HealthServer:
-    """The two endpoints on a port of their own, in a daemon thread."""
+    """The two endpoints on a port of their own, served by an event loop in a daemon thread."""
 
-    def __init__(self, health: Health, port: int, host: str = "0.0.0.0") -> None:
-        checks = {"/healthz": health.liveness, "/livez": health.liveness,
-                  "/readyz": health.readiness}
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-                check = checks.get(self.path.split("?", 1)[0])
-                if check is None:
-                    self._answer(404, "not found: /healthz, /readyz")
-                    return
-                why = check()
-                self._answer(503 if why else 200, why or "ok")
-
-            def _answer(self, code: int, text: str) -> None:
-                body = (text + "\n").encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self._httpd = bind_every_address(lambda addr: _Server((addr, port), Handler), host)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="shim-health",
+    def __init__(self, health: Health, port: int, host: str = "0.0.0.0",
+                 idle_timeout: float = IDLE_TIMEOUT) -> None:
+        self._checks = {"/healthz": health.liveness, "/livez": health.liveness,
+                        "/readyz": health.readiness}
+        self._sock = bind_every_address(lambda addr: _listen(addr, port), host)
+        self.port = self._sock.getsockname()[1]
+        self._pool = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="shim-health-check")
+        self._loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.router.add_get("/{path:.*}", self._answer)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     keepalive_timeout=idle_timeout)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="shim-health",
                                         daemon=True)
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        check = self._checks.get(request.path)
+        if check is None:
+            return web.Response(status=404, text="not found: /healthz, /readyz\n")
+        why = await asyncio.get_running_loop().run_in_executor(self._pool, check)
+        return web.Response(status=503 if why else 200, text=(why or "ok") + "\n")
+
+    async def _start(self) -> None:
+        await self._runner.setup()
+        await web.SockSite(self._runner, self._sock).start()
 
     def start(self) -> HealthServer:
         self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._loop.close()
+        self._sock.close()
+        self._pool.shutdown(wait=False)

@@ -178,7 +178,11 @@ def _start(cfg: Config) -> int:
 
 def _run(cfg: Config, api: client.ApiClient) -> int:
     try:
-        tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port)
+        # The metrics port listens where --host says, unless the OpenTelemetry variable names
+        # an address of its own.
+        env = {**os.environ}
+        env.setdefault("OTEL_EXPORTER_PROMETHEUS_HOST", cfg.host)
+        tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port, env=env)
     except telemetry.TelemetryConfigError as exc:
         raise StartupError(str(exc)) from None
     except OSError as exc:
@@ -208,10 +212,10 @@ def _serve(cfg: Config, shim: Shim) -> int:
     if cfg.healthz_port:
         try:
             health = HealthServer(Health(shim, decider_channel.health_check(cfg)),
-                                  cfg.healthz_port).start()
+                                  cfg.healthz_port, cfg.host).start()
         except OSError as exc:
-            raise StartupError(f"--healthz-port {cfg.healthz_port}: {exc.strerror or exc}") \
-                from None
+            raise StartupError(f"--healthz-port {cfg.healthz_port} on --host {cfg.host}: "
+                               f"{exc.strerror or exc}") from None
     log.info(
         "decider-shim %s: controller %s, decider %s, namespaces %s, API %s",
         cfg.identity,
