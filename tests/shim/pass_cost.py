@@ -1,6 +1,6 @@
 """What one reconcile pass of the shim reads of its caches, against a filled fake cluster.
 
-The shim's informers decode what the API server sends through `shim.kube`'s `json.loads`; here
+The shim's informers decode what the API server sends through `shim.kube.loads`; here
 every Kubernetes object decoded (a dict whose metadata has a server-set UID) becomes a
 `Counted`, which notes each read of a field while a pass is being measured. A pass that scans a
 cache reads every object in it; one that looks its objects up reads only those. Reads are
@@ -17,7 +17,6 @@ import random
 import statistics
 import threading
 import time
-import types
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -102,16 +101,13 @@ def _loads(data: Any, **kw: Any) -> Any:
 
 @contextmanager
 def counted_decoding() -> Iterator[None]:
-    """Objects the shim decodes meanwhile are Counted (only shim.kube's json is replaced)."""
-    saved = shim_kube.json
-    proxy = types.SimpleNamespace(**{k: getattr(json, k) for k in dir(json)
-                                     if not k.startswith("__")})
-    proxy.loads = _loads
-    shim_kube.json = proxy  # type: ignore[assignment]
+    """Objects the shim decodes meanwhile are Counted (only shim.kube's decoder is replaced)."""
+    saved = shim_kube.loads
+    shim_kube.loads = _loads  # type: ignore[assignment]
     try:
         yield
     finally:
-        shim_kube.json = saved
+        shim_kube.loads = saved
 
 
 class RecordingDecider:
