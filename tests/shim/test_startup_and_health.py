@@ -190,18 +190,18 @@ def test_a_standby_is_ready_without_asking_the_decider(cluster, shims) -> None:
 # ---- the channel to the decider -------------------------------------------------------------
 
 class _Count:
-    """Decider RPCs a server answered: every one goes through its worker pool's run()."""
+    """Decider RPCs a server answered: every one is submitted to its worker pool."""
 
     def __init__(self, server: BackgroundServer) -> None:
         self.calls = 0
         pool = server.pool
-        real = pool.run
+        real = pool.submit
 
-        async def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            return await real(*args, **kwargs)
+            return real(*args, **kwargs)
 
-        pool.run = counted  # type: ignore[method-assign]
+        pool.submit = counted  # type: ignore[method-assign]
 
 
 def test_a_dns_name_gets_the_dns_resolver_and_addresses_stay_as_they_are() -> None:
