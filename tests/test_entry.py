@@ -26,7 +26,11 @@ class _InterruptImport(importlib.abc.MetaPathFinder):
 @pytest.fixture
 def interrupting(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     def arm(name: str) -> None:
-        monkeypatch.delitem(sys.modules, name, raising=False)
+        # The module and everything under it: `from decider.cli.main import main` finds
+        # decider.cli.main in sys.modules, without importing decider.cli, once an earlier test
+        # of the same process (one running the CLI in-process) has imported it.
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            monkeypatch.delitem(sys.modules, loaded)
         monkeypatch.setattr(sys, "meta_path", [_InterruptImport(name), *sys.meta_path])
     yield arm
 
