@@ -30,7 +30,7 @@ def server():
 
 
 def test_example_creates_leader_and_workers_and_service() -> None:
-    out = decider("decide", "-f", str(EXAMPLE), "--now", NOW)
+    out = decider("decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json")
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     creates = [a["name"] for a in plan["actions"] if a["type"] == "CreateJob"]
@@ -53,8 +53,9 @@ def test_example_creates_leader_and_workers_and_service() -> None:
 
 
 def test_server_gives_the_same_bytes(server: BackgroundServer) -> None:
-    local = decider("decide", "-f", str(EXAMPLE), "--now", NOW)
-    remote = decider("decide", "-f", str(EXAMPLE), "--now", NOW, "--server", server.target)
+    local = decider("decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json")
+    remote = decider("decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json",
+                     "--server", server.target)
     assert remote.returncode == 0, remote.stderr
     assert local.stdout == remote.stdout
 
@@ -82,8 +83,8 @@ def _failed_child_input() -> str:
 @pytest.mark.parametrize("via_server", [False, True], ids=["in-process", "grpc"])
 def test_failed_child_without_failure_policy_fails_the_jobset(via_server: bool,
                                                               server: BackgroundServer) -> None:
-    args = ["decide", "-f", "-", "--now", NOW] + (["--server", server.target] if via_server
-                                                  else [])
+    args = ["decide", "-f", "-", "--now", NOW, "-o", "json"] + (
+        ["--server", server.target] if via_server else [])
     out = decider(*args, stdin=_failed_child_input())
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)["status"]
@@ -96,7 +97,7 @@ def test_failed_child_without_failure_policy_fails_the_jobset(via_server: bool,
 
 
 def test_yaml_output_carries_the_same_plan() -> None:
-    as_json = json.loads(decider("decide", "-f", str(EXAMPLE), "--now", NOW).stdout)
+    as_json = json.loads(decider("decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json").stdout)
     as_yaml = yaml.safe_load(decider("decide", "-f", str(EXAMPLE), "--now", NOW, "-o",
                                      "yaml").stdout)
     assert as_json == as_yaml
@@ -105,7 +106,7 @@ def test_yaml_output_carries_the_same_plan() -> None:
 def test_managed_by_another_controller_gets_an_empty_plan() -> None:
     docs = list(yaml.safe_load_all(EXAMPLE.read_text()))
     docs[0]["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    out = decider("decide", "-f", "-", "--now", NOW, stdin=yaml.safe_dump_all(docs))
+    out = decider("decide", "-f", "-", "--now", NOW, "-o", "json", stdin=yaml.safe_dump_all(docs))
     plan = json.loads(out.stdout)
     assert plan["actions"] == []
     assert "managed by kueue.x-k8s.io/multikueue" in plan["explanation"][0]

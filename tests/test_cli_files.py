@@ -94,13 +94,13 @@ def test_decide_reads_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     _tree(tmp_path, {"a.yaml": _jobset("alpha"), "b.yaml": _jobset("beta"),
                      "sub/c.yaml": _jobset("gamma")})
     code, out, err = run_cli(capsys, "decide", "-f", str(tmp_path / "a.yaml"),
-                             "-f", str(tmp_path / "b.yaml"), *NOW)
+                             "-f", str(tmp_path / "b.yaml"), *NOW, "-o", "json")
     assert code == 0, err
     assert _decide_keys(out) == ["default/alpha", "default/beta"]  # was: beta's plan alone
-    code, out, err = run_cli(capsys, "decide", "-f", str(tmp_path), *NOW)
+    code, out, err = run_cli(capsys, "decide", "-f", str(tmp_path), *NOW, "-o", "json")
     assert code == 0, err
     assert _decide_keys(out) == ["default/alpha", "default/beta"]
-    code, out, err = run_cli(capsys, "decide", "-f", str(tmp_path), "-R", *NOW)
+    code, out, err = run_cli(capsys, "decide", "-f", str(tmp_path), "-R", *NOW, "-o", "json")
     assert code == 0, err
     assert _decide_keys(out) == ["default/alpha", "default/beta", "default/gamma"]
 
@@ -175,11 +175,11 @@ def test_decide_from_a_directory_through_a_server(tmp_path: Path) -> None:
         assert server.stdout is not None
         target = server.stdout.readline().strip().rsplit(" ", 1)[-1]
         remote = subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-f",
-                                 str(tmp_path), *NOW, "--server", target], cwd=ROOT,
+                                 str(tmp_path), *NOW, "-o", "json", "--server", target], cwd=ROOT,
                                 capture_output=True, text=True, timeout=120)
         local = subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-f",
-                                str(tmp_path), *NOW], cwd=ROOT, capture_output=True, text=True,
-                               timeout=120)
+                                str(tmp_path), *NOW, "-o", "json"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
     finally:
         server.terminate()
         server.wait(timeout=60)

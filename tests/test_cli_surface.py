@@ -91,7 +91,7 @@ def _two_jobsets() -> str:
 
 
 def test_decide_with_several_jobsets_prints_a_plan_for_each_keyed_by_namespace_and_name() -> None:
-    out = run("decider.cli", "decide", "-f", "-", "--now", NOW, stdin=_two_jobsets())
+    out = run("decider.cli", "decide", "-f", "-", "--now", NOW, "-o", "json", stdin=_two_jobsets())
     assert out.returncode == 0, out.stderr
     plans = json.loads(out.stdout)
     assert list(plans) == ["default/trainer", "default/other"]
@@ -105,8 +105,8 @@ def test_decide_with_several_jobsets_prints_a_plan_for_each_keyed_by_namespace_a
 
 @pytest.mark.parametrize("name", ["trainer", "default/trainer"])
 def test_decide_name_picks_one_jobset_and_prints_its_plan_as_for_a_single_file(name: str) -> None:
-    alone = run("decider.cli", "decide", "-f", str(EXAMPLE), "--now", NOW)
-    picked = run("decider.cli", "decide", "-f", "-", "--now", NOW, "--name", name,
+    alone = run("decider.cli", "decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json")
+    picked = run("decider.cli", "decide", "-f", "-", "--now", NOW, "-o", "json", "--name", name,
                  stdin=_two_jobsets())
     assert picked.returncode == 0, picked.stderr
     # The same plan (the List re-serialized the JobSet with sorted keys: compare as data).

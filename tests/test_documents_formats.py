@@ -216,7 +216,7 @@ def test_every_command_reads_a_whole_float_as_kubectl_sends_it(tmp_path: Path, r
         text = text.replace("replicas: 0", f"replicas: {replicas}")
     path.write_text(text)
     out = subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-f", str(path),
-                          "--now", "2026-01-01T00:00:00Z"],
+                          "--now", "2026-01-01T00:00:00Z", "-o", "json"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)

@@ -85,7 +85,7 @@ def test_keys_that_become_one_json_field_are_refused() -> None:
 
 
 def _decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "decider.cli", "decide", "--now",
+    return subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-o", "json", "--now",
                            "2026-01-01T00:00:00Z", *args], input=stdin, capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
 

@@ -467,7 +467,8 @@ def test_validate_job_against_a_jobset_is_refused(tmp_path: Path,
 
 def test_decide_creates_gang_objects_before_jobs_with_the_chosen_generation(
         server: BackgroundServer) -> None:
-    args = ["decide", "-f", str(GANG_JOBSET), "--now", NOW, "--gang-api-version", V1ALPHA2]
+    args = ["decide", "-f", str(GANG_JOBSET), "--now", NOW, "-o", "json",
+            "--gang-api-version", V1ALPHA2]
     local = decider(*args)
     remote = decider(*args, "--server", server.target)
     assert local.returncode == 0, local.stderr
@@ -483,7 +484,8 @@ def test_decide_creates_gang_objects_before_jobs_with_the_chosen_generation(
 
 
 def test_decide_volcano_target_and_bad_target(server: BackgroundServer) -> None:
-    out = decider("decide", "-f", str(GANG_JOBSET), "--now", NOW, "--gang-target", "volcano")
+    out = decider("decide", "-f", str(GANG_JOBSET), "--now", NOW, "-o", "json", "--gang-target",
+                  "volcano")
     assert out.returncode == 0, out.stderr
     actions = json.loads(out.stdout)["actions"]
     assert [a["object"]["apiVersion"] for a in actions if a["type"] == "CreatePodGroup"] == [
@@ -499,7 +501,7 @@ def test_decide_ownership_conflict_is_a_warning_event(tmp_path: Path) -> None:
     js = load(GANG_JOBSET)
     plan = json.loads(decider("gang", "-f", str(GANG_JOBSET)).stdout)
     path = write(tmp_path, js, *_served(plan, "someone-else"))
-    out = decider("decide", "-f", path, "--now", NOW)
+    out = decider("decide", "-f", path, "--now", NOW, "-o", "json")
     assert out.returncode == 0, out.stderr
     decided = json.loads(out.stdout)
     types = [a["type"] for a in decided["actions"]]

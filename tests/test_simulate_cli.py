@@ -32,7 +32,7 @@ def decider(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
 
 
 def simulate(*args: str) -> dict[str, Any]:
-    out = decider("simulate", "-f", str(EXAMPLE), "--now", START, *args)
+    out = decider("simulate", "-f", str(EXAMPLE), "--now", START, "-o", "json", *args)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -93,8 +93,8 @@ def test_row3_a_fail_jobset_rule_fails_after_one_pass_and_is_named() -> None:
 
 
 def test_server_prints_the_same_bytes(server: BackgroundServer) -> None:
-    args = ["simulate", "-f", str(EXAMPLE), "--now", START, "--fail", "trainer-workers-1",
-            "--at", "30", "--succeed", "trainer-leader-0"]
+    args = ["simulate", "-f", str(EXAMPLE), "--now", START, "-o", "json",
+            "--fail", "trainer-workers-1", "--at", "30", "--succeed", "trainer-leader-0"]
     local = decider(*args)
     remote = decider(*args, "--server", server.target)
     assert remote.returncode == 0, remote.stderr

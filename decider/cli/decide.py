@@ -15,7 +15,7 @@ from decider.cli.common import (
     parse_now,
 )
 from decider.cli.files import add_file_flags, read_objects
-from decider_client import observe, render
+from decider_client import observe, render, table
 from decider_client.documents import group_by_jobset, jobset_key
 
 
@@ -46,6 +46,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
             raise UsageError(f"{key}: {exc}" if len(groups) > 1 else str(exc)) from None
         plans[key] = render.plan_to_dict(response)
     # One JobSet: its plan, as always. Several: every plan, keyed by namespace/name.
+    if args.output is None:
+        sys.stdout.write(table.plan(next(iter(plans.values()))) if len(plans) == 1
+                         else table.plans(plans))
+        return 0
     out = next(iter(plans.values())) if len(plans) == 1 else plans
     sys.stdout.write(render.dumps(out, args.output))
     return 0
@@ -67,5 +71,7 @@ def add_arguments(decide: argparse.ArgumentParser) -> None:
     decide.add_argument("--gang-target", default="", help=f"gang target: {GANG_TARGETS}")
     decide.add_argument("--server", type=server_target,
                         help="ask a running decider at HOST:PORT instead")
-    decide.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    decide.add_argument("-o", "--output", choices=("json", "yaml"),
+                        help="print the whole plan as JSON or YAML (default: a table of the "
+                             "actions and the explanation)")
     decide.set_defaults(func=cmd_decide)

@@ -20,7 +20,7 @@ from decider.cli.common import (
     parse_now,
 )
 from decider.cli.files import add_file_flags, read_objects
-from decider_client import observe, render
+from decider_client import observe, render, table
 from decider_client.documents import split_jobset
 
 
@@ -94,7 +94,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     request = pb.SimulateRequest(observed=observed, max_passes=args.max_passes,
                                  events=simulation_events(args.events or []))
     response = call(args, "simulate", request)
-    sys.stdout.write(render.dumps(render.simulation_to_dict(response), args.output))
+    simulation = render.simulation_to_dict(response)
+    sys.stdout.write(table.simulation(simulation) if args.output is None
+                     else render.dumps(simulation, args.output))
     return 0
 
 
@@ -130,5 +132,7 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--gang-target", default="", help=f"gang target: {GANG_TARGETS}")
     sim.add_argument("--server", type=server_target,
                      help="ask a running decider at HOST:PORT instead")
-    sim.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    sim.add_argument("-o", "--output", choices=("json", "yaml"),
+                     help="print every pass's plan and the outcome as JSON or YAML (default: "
+                          "a table of the passes and the outcome)")
     sim.set_defaults(func=cmd_simulate, events=[])

@@ -147,7 +147,7 @@ def test_row2_through_the_cli() -> None:
                                                  "controller": True}]},
                "spec": {"suspend": True, "parallelism": 1, "completions": 1}}
     out = subprocess.run([sys.executable, "-m", "decider.cli", "decide", "-f", "-", "--now",
-                          "2026-01-01T00:00:00Z"], input=json.dumps(
+                          "2026-01-01T00:00:00Z", "-o", "json"], input=json.dumps(
         {"kind": "List", "apiVersion": "v1", "items": [js, job_obj]}), capture_output=True,
         text=True, cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert out.returncode == 0, out.stderr

@@ -155,7 +155,7 @@ ALL = [("replicated-job-a", 0), *[("replicated-job-b", i) for i in range(3)]]
 
 
 def test_cli_creates_service_and_jobs() -> None:
-    plan = cli(["decide", "-f", "-", "--now", NOW], [the_jobset()])
+    plan = cli(["decide", "-f", "-", "-o", "json", "--now", NOW], [the_jobset()])
     assert [(a["type"], a["name"]) for a in plan["actions"]] == [
         ("CreateService", "test-js"),
         *[("CreateJob", f"test-js-{r}-{i}") for r, i in ALL],
@@ -198,7 +198,8 @@ def test_cli_restart_jobset_rule_then_delete_previous_attempt() -> None:
     }
     jobs = [child(r, i) for r, i in ALL]
     jobs[0] = child("replicated-job-a", 0, status=failed_status("PodFailurePolicy"))
-    plan = cli(["decide", "-f", "-", "--now", NOW], [the_jobset(failurePolicy=fp), SVC, *jobs])
+    plan = cli(["decide", "-f", "-", "-o", "json", "--now", NOW],
+               [the_jobset(failurePolicy=fp), SVC, *jobs])
     message = (
         "applying RestartJobSet failure policy action "
         "(first failed job: test-js-replicated-job-a-0)"
@@ -216,7 +217,7 @@ def test_cli_restart_jobset_rule_then_delete_previous_attempt() -> None:
     ] == [("RestartingJobSet", "True", "FailurePolicy_Rule1", message, NOW)]
     # Next pass: every Job of attempt 0 goes, in the foreground, with its UID as precondition.
     nxt = cli(
-        ["decide", "-f", "-", "--now", NOW],
+        ["decide", "-f", "-", "-o", "json", "--now", NOW],
         [the_jobset(failurePolicy=fp, status=status), SVC, *jobs],
     )
     deletes = [a for a in nxt["actions"] if a["type"] == "DeleteJob"]
@@ -231,7 +232,7 @@ def test_cli_restart_job_gate_and_label() -> None:
     jobs = [child(r, i, job_attempt=0) for r, i in ALL]
     jobs[2] = child("replicated-job-b", 1, job_attempt=0, status=failed_status("DeadlineExceeded"))
     plan = cli(
-        ["decide", "-f", "-", "--now", NOW, "--feature-gates", "RestartJob=true"],
+        ["decide", "-f", "-", "-o", "json", "--now", NOW, "--feature-gates", "RestartJob=true"],
         [the_jobset(failurePolicy=fp), SVC, *jobs],
     )
     rjs = {e["name"]: e for e in plan["status"]["replicatedJobsStatus"]}
@@ -244,7 +245,7 @@ def test_cli_restart_job_gate_and_label() -> None:
     # The failed Job is now of a previous attempt: deleted, and recreated once gone.
     jobs_after = [j for j in jobs if j["metadata"]["name"] != "test-js-replicated-job-b-1"]
     nxt = cli(
-        ["decide", "-f", "-", "--now", NOW, "--feature-gates", "RestartJob=true"],
+        ["decide", "-f", "-", "-o", "json", "--now", NOW, "--feature-gates", "RestartJob=true"],
         [the_jobset(failurePolicy=fp, status=plan["status"]), SVC, *jobs_after],
     )
     created = [a for a in nxt["actions"] if a["type"] == "CreateJob"]
@@ -269,13 +270,15 @@ def test_cli_ttl_deletes_finished_jobset_last() -> None:
     done = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
     jobs = [child(r, i, status=done) for r, i in ALL]
     js = the_jobset(status=status, ttlSecondsAfterFinished=2)
-    plan = cli(["decide", "-f", "-", "--now", "2026-03-01T11:59:59Z"], [js, SVC, *jobs])
+    plan = cli(["decide", "-f", "-", "-o", "json", "--now", "2026-03-01T11:59:59Z"],
+               [js, SVC, *jobs])
     assert (plan["requeueAfterSeconds"], plan["requeueAfter"]) == (1, "1s")
     assert not [a for a in plan["actions"] if a["type"] == "DeleteJobSet"]
     # The exact remainder, in protobuf's JSON form of a Duration; the seconds round it up.
-    plan = cli(["decide", "-f", "-", "--now", "2026-03-01T11:59:58.988Z"], [js, SVC, *jobs])
+    plan = cli(["decide", "-f", "-", "-o", "json", "--now", "2026-03-01T11:59:58.988Z"],
+               [js, SVC, *jobs])
     assert (plan["requeueAfterSeconds"], plan["requeueAfter"]) == (2, "1.012s")
-    plan = cli(["decide", "-f", "-", "--now", NOW], [js, SVC, *jobs])
+    plan = cli(["decide", "-f", "-", "-o", "json", "--now", NOW], [js, SVC, *jobs])
     assert plan["actions"][-1]["type"] == "DeleteJobSet"
     assert plan["actions"][-1]["propagationPolicy"] == "Foreground"
     # No requeue: no requeueAfter, the plan prints as it always did.
@@ -289,7 +292,7 @@ def test_cli_ttl_deletes_finished_jobset_last() -> None:
 )
 def test_cli_managed_by(controller: str, acts: bool) -> None:
     js = the_jobset(managedBy="other-controller", suspend=False)
-    args = ["decide", "-f", "-", "--now", NOW]
+    args = ["decide", "-f", "-", "-o", "json", "--now", NOW]
     if controller:
         args += ["--controller-name", controller]
     plan = cli(args, [js])
@@ -322,7 +325,7 @@ def test_cli_elastic_scaling_patches_live_jobs() -> None:
     js["spec"]["replicatedJobs"][0]["template"]["spec"].update(parallelism=4, completions=4)
     jobs = [child(r, i, status={"active": 1}) for r, i in ALL]
     plan = cli(
-        ["decide", "-f", "-", "--now", NOW, "--feature-gates", "ElasticJobSet=true"],
+        ["decide", "-f", "-", "-o", "json", "--now", NOW, "--feature-gates", "ElasticJobSet=true"],
         [js, SVC, *jobs],
     )
     patches = [(a["name"], a["patch"]) for a in plan["actions"] if a["type"] == "PatchJob"]
@@ -346,7 +349,7 @@ def test_cli_job_of_an_earlier_jobset_holds_a_child_name(via_server: bool, serve
     # it, records JobCreationFailed and returns before the status write (no UpdateStatus).
     leftover = child("replicated-job-b", 1)
     leftover["metadata"]["ownerReferences"][0]["uid"] = "uid-of-the-earlier-test-js"
-    args = ["decide", "-f", "-", "--now", NOW]
+    args = ["decide", "-f", "-", "-o", "json", "--now", NOW]
     plan = cli(args + (["--server", server.target] if via_server else []), [the_jobset(), SVC,
                                                                            leftover])
     assert [(a["type"], a["name"]) for a in plan["actions"]] == [
