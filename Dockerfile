@@ -13,7 +13,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 # Only what the package is built from (.dockerignore keeps the rest out of the context).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY decider ./decider
 COPY shim ./shim
 COPY clients/python ./clients/python

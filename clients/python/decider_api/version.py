@@ -14,6 +14,8 @@ from importlib import metadata
 from typing import Any
 
 DISTRIBUTION = "jobset-decider"
+# The client's own distribution (clients/python/pyproject.toml), installed without the server.
+CLIENT_DISTRIBUTION = "jobset-decider-client"
 # The API group/version of the JobSets decided and the upstream release whose behaviour, names
 # and messages the decider follows: upstream's open cycle, tagged v0.13.0-devel (v0.12 and the
 # work after it, each piece with its commit or PR in docs/upstream-features.md).
@@ -22,11 +24,13 @@ UPSTREAM_RELEASE = "v0.13.0-devel"
 
 
 def package_version() -> str:
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        # Run from a source tree that was never installed.
-        return "0+unknown"
+    for distribution in (DISTRIBUTION, CLIENT_DISTRIBUTION):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    # Run from a source tree that was never installed.
+    return "0+unknown"
 
 
 VERSION = package_version()
