@@ -288,7 +288,7 @@ def test_a_job_observed_twice_in_observed_json_names_its_object() -> None:
 
 
 def test_a_jobset_name_past_253_characters_is_refused_as_the_api_server_would() -> None:
-    """Decide planned Jobs and a Service with names longer still (README: names are held to
+    """Decide planned Jobs and a Service with names longer still (docs/serving.md: names are held to
     253 bytes); admission already said so."""
     jobset = _jobset()
     jobset["metadata"]["name"] = "a" * 254

@@ -374,9 +374,9 @@ def test_self_signed_mode_has_a_token_and_rbac_for_exactly_its_three_objects() -
 @needs_kubectl
 @pytest.mark.parametrize("overlay", ["standalone", "beside-upstream"])
 def test_the_cert_manager_objects_are_beside_the_decider(tmp_path: Path, overlay: str) -> None:
-    """Composed as the README says (a kustomization of the user's own, with no namespace), the
-    Issuer, Certificate and so the Secret it writes are in the decider's namespace: elsewhere the
-    decider's pods could not mount the Secret and no CA would be injected."""
+    """Composed as docs/admission.md says (a kustomization of the user's own, with no namespace),
+    the Issuer, Certificate and so the Secret it writes are in the decider's namespace: elsewhere
+    the decider's pods could not mount the Secret and no CA would be injected."""
     docs = with_cert_manager(tmp_path, overlay)
     for kind, name in (("Issuer", "jobset-decider-selfsigned"),
                        ("Certificate", "jobset-decider-webhook")):

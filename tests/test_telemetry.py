@@ -267,7 +267,7 @@ def test_health_and_every_rpc_with_otlp_on_and_the_collector_down() -> None:
     _every_rpc(target)
     time.sleep(0.5)  # exports are being attempted against the closed port
     stop_on = _stop(on)
-    # Generous bounds for a shared machine; the figures are in the README (bench).
+    # Generous bounds for a shared machine; the figures are in docs/performance.md (bench).
     assert start_on < start_off + 1.5, (start_on, start_off)
     assert stop_on < stop_off + 1.5, (stop_on, stop_off)
 

@@ -299,7 +299,7 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
                       help="then, seconds in-flight RPCs get to finish (default "
                            f"{DEFAULT_GRACE_SECONDS:g})")
     _webhook_flags(serve)
-    obs = serve.add_argument_group("observability (README: Observability; traces and metrics "
+    obs = serve.add_argument_group("observability (docs/observability.md; traces and metrics "
                                    "by the OTEL_* environment)")
     obs.add_argument("--decision-log", default="", metavar="FILE",
                      help="append one JSON line per decision to FILE ('-': standard output); "
@@ -309,7 +309,7 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
     obs.add_argument("--log-level", default="INFO",
                      choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                      help="INFO logs every refused RPC; DEBUG every decision (default INFO)")
-    lim = serve.add_argument_group("limits per request (README: Limits)")
+    lim = serve.add_argument_group("limits per request (docs/serving.md, Limits)")
     lim.add_argument("--max-decision-seconds", type=float, default=DEFAULT_MAX_DECISION_SECONDS,
                      help="work per request; longer is DEADLINE_EXCEEDED (default "
                           f"{DEFAULT_MAX_DECISION_SECONDS:g})")

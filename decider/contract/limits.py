@@ -2,8 +2,8 @@
 
 Every limit is one that a JobSet or Job served by a real API server stays far inside; they exist
 so that a careless or hostile caller cannot make one request cost minutes of CPU or gigabytes of
-memory and starve every other caller. Each default and its reason is in the README ("Limits");
-each is a `decider serve` flag.
+memory and starve every other caller. Each default and its reason is in docs/serving.md
+("Limits"); each is a `decider serve` flag.
 
 Sheer size (bytes, counts of observed objects, an answer too large to send) is answered
 RESOURCE_EXHAUSTED (`TooLarge`); a value out of range is INVALID_ARGUMENT (`InvalidInput`);

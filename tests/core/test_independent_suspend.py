@@ -1,7 +1,7 @@
 """Per-Job independent suspend (seed 000, KEP-1172's reconciliation mode).
 
-Each test is one row of the README's table "Per-Job suspend: situation -> decision"; the ids are
-the row numbers there.
+Each test is one row of docs/decisions.md's table "Per-Job suspend: situation -> decision"; the
+ids are the row numbers there.
 """
 
 from __future__ import annotations

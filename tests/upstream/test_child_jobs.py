@@ -457,7 +457,7 @@ def test_volume_claim_policies_add_volumes_to_mounting_pods() -> None:
         pytest.param(True, [1, 0], ["1", "0"],
                      id="job-restart-attempt-from-replicated-jobs-status"),
         pytest.param(False, [1, 0], [None, None], id="job-restart-attempt-not-added-without-gate"),
-        # Deliberate difference (README): upstream's labelAndAnnotateObject indexes
+        # Deliberate difference (docs/decisions.md): upstream's labelAndAnnotateObject indexes
         # jobRestarts[jobIdx] and panics past the end; the missing entry reads as 0.
         pytest.param(True, [1], ["1", "0"], id="job-restart-attempt-past-a-short-list-is-0"),
     ],

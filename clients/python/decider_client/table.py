@@ -91,7 +91,7 @@ def _action_counts(actions: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _outcome(outcome: Mapping[str, Any]) -> list[str]:
-    state = outcome.get("terminalState") or "not finished"
+    state = outcome.get("terminalState") or "still running"
     if outcome.get("reason"):
         state += f" ({outcome['reason']})"
     if outcome.get("jobSetDeleted"):

@@ -97,7 +97,7 @@ def test_a_simulation_is_a_row_per_pass_then_the_outcome() -> None:
         "2      60s   JobSetSuspended                                3 DeleteJob"
         "                      <none>\n"
         "\n"
-        "Outcome: not finished after 2 passes, not at rest when the passes ran out "
+        "Outcome: still running after 2 passes, not at rest when the passes ran out "
         "(--max-passes), at 2026-01-01T00:01:00Z\n"
         "Restarts: 1 (1 count towards maxRestarts, 2 left)\n"
         "it restarts\n"

@@ -1,4 +1,4 @@
-"""Where this admission deliberately differs from upstream JobSet, and why (for the README)."""
+"""Where this admission deliberately differs from upstream JobSet, and why (docs/admission.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The README's Python client example runs as written, against a real server."""
+"""What the docs say of the CLI and the Python client holds: the client example of docs/clients.md
+runs as written against a real server, and docs/cli.md's synopsis names every flag."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from decider.service.server import BackgroundServer
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_readme_python_client_example_prints_the_plans_actions() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### From Python"):]
+def test_the_python_client_example_prints_the_plans_actions() -> None:
+    page = (ROOT / "docs" / "clients.md").read_text()
+    section = page[page.index("## Python"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert "DeciderClient" in code and "observe.build_decide_request" in code
     out = io.StringIO()
@@ -24,7 +25,7 @@ def test_the_readme_python_client_example_prints_the_plans_actions() -> None:
         os.chdir(ROOT)
         try:
             with contextlib.redirect_stdout(out):
-                exec(compile(code.replace("localhost:50051", server.target), "README", "exec"),
+                exec(compile(code.replace("localhost:50051", server.target), "clients.md", "exec"),
                      {})
         finally:
             os.chdir(cwd)
@@ -33,13 +34,13 @@ def test_the_readme_python_client_example_prints_the_plans_actions() -> None:
     assert "CreateJob trainer-workers-2" in lines
 
 
-def test_the_readme_usage_names_every_flag_of_every_subcommand() -> None:
+def test_the_cli_synopsis_names_every_flag_of_every_subcommand() -> None:
     import argparse
 
     from decider.cli.main import build_parser
 
-    readme = (ROOT / "README.md").read_text()
-    usage = readme[readme.index("decider serve [--host"):readme.index("decider --version")]
+    page = (ROOT / "docs" / "cli.md").read_text()
+    usage = page[page.index("decider serve [--host"):page.index("decider --version")]
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     missing = []
     for name, parser in sub.choices.items():
@@ -51,4 +52,4 @@ def test_the_readme_usage_names_every_flag_of_every_subcommand() -> None:
                                  for f in flags):
                 missing.append(f"{name} {flags[-1]}")
     assert missing == []
-    assert "PatchWorkload" in readme and "PatchPodGroup" in readme
+    assert "PatchWorkload" in page and "PatchPodGroup" in page
