@@ -15,6 +15,7 @@ WORKDIR /src
 # Only what the package is built from (.dockerignore keeps the rest out of the context).
 COPY pyproject.toml README.md LICENSE ./
 COPY decider ./decider
+COPY decider_telemetry ./decider_telemetry
 COPY shim ./shim
 COPY clients/python ./clients/python
 # Binary wheels exist for every dependency (grpcio, protobuf, google-re2, cryptography) on

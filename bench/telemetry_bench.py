@@ -1,7 +1,8 @@
-"""What telemetry costs the decider: Decide throughput with traces and metrics off, on, and on with
-one trace in ten sampled (OTLP to a receiver in a process of its own, as a collector would be),
-interleaved in one run, and start-up and shutdown times with the collector down and telemetry
-off.
+"""What telemetry costs the decider: Decide throughput with traces and metrics off, metrics alone,
+traces and metrics with every span sampled, and with one trace in ten sampled
+(parentbased_traceidratio 0.1), all through the OpenTelemetry SDK and OTLP to a receiver in a
+process of its own, as a collector would be, interleaved in one run; and start-up and shutdown
+times with the collector down and telemetry off.
 
 Usage: python bench/telemetry_bench.py [--seconds 5] [--rounds 4] [--workers 2]
 """
@@ -101,13 +102,16 @@ def main() -> None:
     if True:
         settings = {
             "off": {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"},
-            "traces+metrics (OTLP)": {"OTEL_TRACES_EXPORTER": "otlp",
-                                      "OTEL_METRICS_EXPORTER": "otlp",
-                                      "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
-                                      "OTEL_METRIC_EXPORT_INTERVAL": "5000"},
-            # What the README suggests for a busy decider: callers' sampled traces kept
-            # whole, one in ten of the rest.
-            "traces 10% sampled + metrics (OTLP)": {
+            "metrics (OTLP)": {"OTEL_METRICS_EXPORTER": "otlp",
+                               "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
+                               "OTEL_METRIC_EXPORT_INTERVAL": "5000"},
+            "traces, every span sampled + metrics (OTLP)": {
+                "OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
+                "OTEL_METRIC_EXPORT_INTERVAL": "5000", "OTEL_TRACES_SAMPLER": "always_on"},
+            # What docs/observability.md suggests for a busy decider: callers' sampled traces
+            # kept whole, one in ten of the rest.
+            "traces parentbased_traceidratio 0.1 + metrics (OTLP)": {
                 "OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp",
                 "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
                 "OTEL_METRIC_EXPORT_INTERVAL": "5000",

@@ -20,7 +20,7 @@ import grpc
 from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from decider_client.observe import build_decide_request
-from decider_client.telemetry import Telemetry
+from decider_telemetry import Telemetry
 from shim import watches
 from shim.admission import SpecCheck
 from shim.apply import Applier, NotLeader, StaleObservation
@@ -219,11 +219,12 @@ class Shim:
         )
         started = time.perf_counter()
         try:
-            plan: pb.DecideResponse = self.decider.decide(
-                request,
-                timeout=self.config.decider_timeout,
-                metadata=self.telemetry.decider_metadata(),
-            )
+            with self.telemetry.decider_call("Decide", self.config.decider_address) as metadata:
+                plan: pb.DecideResponse = self.decider.decide(
+                    request,
+                    timeout=self.config.decider_timeout,
+                    metadata=metadata,
+                )
         except grpc.RpcError as exc:
             refused = as_refusal(jobset, exc)
             if refused is not None:

@@ -20,8 +20,9 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from decider_client import DeciderClient, telemetry
-from decider_client.telemetry import Telemetry
+import decider_telemetry as telemetry
+from decider_client import DeciderClient
+from decider_telemetry import Telemetry
 from shim import decider_channel
 from shim.config import Config, parse_args
 from shim.controller import Shim

@@ -1,7 +1,8 @@
-"""The shim's traces and metrics: a reconcile of one JobSet is a span, the parent of the decider's
-Decide span (W3C `traceparent` in the gRPC metadata) and of a span per Kubernetes API call.
+"""The shim's traces and metrics: a reconcile of one JobSet is a span, the parent of a client
+span for its Decide call (OpenTelemetry's gRPC client conventions), whose child is the decider's
+server span (W3C `traceparent` in the gRPC metadata), and of a span per Kubernetes API call.
 
-Configured like the decider's (decider_client/telemetry.py: the standard OTEL_* environment and
+Configured like the decider's (decider_telemetry: the standard OTEL_* environment and
 `--metrics-port`). Metrics: shim.reconcile.duration, shim.queue.depth, shim.api.requests
 (verb, resource, code), shim.api.request.duration, shim.decider.errors (code).
 """
@@ -13,13 +14,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from decider_client.telemetry import Telemetry, disabled
-from decider_client.telemetry_metrics import MetricSpec
+from decider_telemetry import MetricSpec, Telemetry, disabled
+
+DECIDER_SERVICE = "decider.v1.Decider"
+# Every status a Decide call can end with but OK: shim.decider.errors has each at 0 from the
+# start, so a dashboard's rate() sees the first error.
+ERROR_CODES = tuple(code.name for code in grpc.StatusCode if code != grpc.StatusCode.OK)
 
 # Every metric the shim exports (README "Observability"; the dashboard queries only these).
 METRICS = (
@@ -33,6 +39,18 @@ METRICS = (
     MetricSpec("shim.decider.errors", "counter", "{error}",
                "Decide calls that failed, by rpc.grpc.status_code"),
 )
+
+
+def server_address(address: str) -> tuple[str, int | None]:
+    """(host, port) of the decider's address as the shim dials it: `host:port`,
+    `dns:///host:port`, `[::1]:port`."""
+    target = address.split("///", 1)[-1].split("://", 1)[-1]
+    for scheme in ("dns:", "ipv4:", "ipv6:"):
+        target = target.removeprefix(scheme)
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or (host.count(":") and not host.startswith("[")):
+        return target.strip("[]"), None
+    return host.strip("[]"), int(port)
 
 
 def api_verb(method: str, name: str) -> str:
@@ -76,6 +94,8 @@ class ShimTelemetry:
         self.api_requests = made["shim.api.requests"]
         self.api_duration = made["shim.api.request.duration"]
         self.decider_errors = made["shim.decider.errors"]
+        for code in ERROR_CODES:
+            self.decider_errors.add(0, {"rpc.grpc.status_code": code})
 
     @contextlib.contextmanager
     def reconcile(self, namespace: str, name: str) -> Iterator[Any]:
@@ -98,11 +118,40 @@ class ShimTelemetry:
             otel_context.detach(token)
             self.reconcile_duration.record(time.monotonic() - started, {"result": result[0]})
 
-    def decider_metadata(self) -> list[tuple[str, str]]:
-        """`traceparent` (and `tracestate`) of the current span, for the Decide call."""
+    @contextlib.contextmanager
+    def decider_call(self, method: str, address: str) -> Iterator[list[tuple[str, str]]]:
+        """A client span of one call to the decider, as OpenTelemetry's gRPC instrumentation
+        writes it (name service/method, rpc.system, rpc.service, rpc.method and the integer
+        rpc.grpc.status_code): a child of the current span (the reconcile) and the parent of
+        the decider's server span, through the `traceparent` (and `tracestate`) metadata it
+        yields for the call."""
+        if not self.telemetry.tracing:
+            yield []
+            return
+        host, port = server_address(address)
+        attributes: dict[str, Any] = {"rpc.system": "grpc", "rpc.service": DECIDER_SERVICE,
+                                      "rpc.method": method, "server.address": host}
+        if port is not None:
+            attributes["server.port"] = port
+        span = self.tracer.start_span(f"{DECIDER_SERVICE}/{method}", kind=SpanKind.CLIENT,
+                                      attributes=attributes)
         carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        return list(carrier.items())
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        code = grpc.StatusCode.OK
+        try:
+            yield list(carrier.items())
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+            span.set_status(Status(StatusCode.ERROR, f"{code.name}: "
+                                   f"{exc.details() if isinstance(exc, grpc.Call) else exc}"))
+            raise
+        except BaseException as exc:
+            code = grpc.StatusCode.UNKNOWN
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            raise
+        finally:
+            span.set_attribute("rpc.grpc.status_code", code.value[0])
+            span.end()
 
     def decider_error(self, code: str) -> None:
         self.decider_errors.add(1, {"rpc.grpc.status_code": code})

@@ -7,8 +7,11 @@ a cycle through a lazy import is still two modules that each need the other.
   core. A module may import its own layer and the layers below it, never one above.
 - The core imports nothing of the project outside itself.
 - `decider_api` (what the client and the server share) imports only itself; the client imports
-  only itself and `decider_api`; the shim imports only those two and itself. None of the three
-  reaches for the server's dependencies, so the client installs without them.
+  only itself and `decider_api`; the shim imports only those two, `decider_telemetry` and itself.
+  None of the first two reaches for the server's dependencies, so the client installs without
+  them.
+- `decider_telemetry` (the OpenTelemetry SDK's set-up, shared by the server and the shim)
+  imports only itself and `decider_api`; no server module but the CLI imports the client.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ PACKAGES = {
     "decider": ROOT / "decider",
     "decider_api": ROOT / "clients" / "python" / "decider_api",
     "decider_client": ROOT / "clients" / "python" / "decider_client",
+    "decider_telemetry": ROOT / "decider_telemetry",
     "shim": ROOT / "shim",
 }
 # decider's layers, lowest first. decider.v1 (the contract's first published name) and
@@ -35,7 +39,8 @@ LEAVES = {"decider", "decider.v1", "decider.v1.decider_pb2", "decider.v1.decider
 ALLOWED_PACKAGES = {
     "decider_api": {"decider_api"},
     "decider_client": {"decider_client", "decider_api"},
-    "shim": {"shim", "decider_client", "decider_api"},
+    "decider_telemetry": {"decider_telemetry", "decider_api"},
+    "shim": {"shim", "decider_client", "decider_api", "decider_telemetry"},
 }
 # What a server needs and a client must not: `pip install ./clients/python` brings none of it.
 SERVER_ONLY = {"uvloop", "aiohttp", "kubernetes", "cryptography", "orjson", "re2", "yaml_rust",
@@ -140,18 +145,12 @@ def test_the_walk_sees_the_whole_house() -> None:
     # Guards the test itself: a walk that found nothing would pass every rule below.
     assert {"decider.core.decide", "decider.contract.convert", "decider.service.server",
             "decider.cli.main", "decider_api.summarize", "decider_client.client",
-            "shim.controller"} <= set(MODULES)
+            "decider_telemetry.sdk", "shim.controller"} <= set(MODULES)
     assert "decider.contract.convert" in GRAPH["decider.service.dispatch"]
 
 
-# The two cycles of the client's hand-written telemetry, which the OpenTelemetry SDK replaces
-# (issue 21, item 2); see _SERVER_IMPORTS_OF_THE_CLIENT_PENDING.
-_CYCLES_PENDING = [["decider_client.span_encoding", "decider_client.span_wire"],
-                   ["decider_client.telemetry", "decider_client.telemetry_metrics"]]
-
-
 def test_no_import_cycle() -> None:
-    assert [c for c in _cycles() if c not in _CYCLES_PENDING] == []
+    assert _cycles() == []
 
 
 def test_every_decider_module_is_in_a_layer() -> None:
@@ -177,25 +176,13 @@ def test_the_core_imports_nothing_of_the_project_outside_itself() -> None:
     assert outside == []
 
 
-# The server's telemetry still lives in the client package until it moves to the
-# OpenTelemetry SDK in a package of its own (issue 21, item 2): named here so that nothing else
-# may join it, and so the move has a test that says when it is done.
-_SERVER_IMPORTS_OF_THE_CLIENT_PENDING = {
-    ("decider.service.dispatch", "decider_client.span_wire"),
-    ("decider.service.rpc_telemetry", "decider_client.telemetry"),
-    ("decider.service.rpc_telemetry", "decider_client.telemetry_metrics"),
-    ("decider.service.server", "decider_client"),
-    ("decider.service.server", "decider_client.telemetry"),
-}
-
-
 def test_the_server_never_imports_its_client() -> None:
     """The CLI is a client (it reads files and prints plans with it); nothing else of the
     server is: what both need lives in decider_api."""
     found = {(m, t) for m, edges in GRAPH.items()
              if m.startswith("decider.") and not m.startswith("decider.cli")
              for t in edges if t.split(".")[0] == "decider_client"}
-    assert found - _SERVER_IMPORTS_OF_THE_CLIENT_PENDING == set()
+    assert found == set()
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED_PACKAGES))

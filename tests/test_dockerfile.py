@@ -191,7 +191,8 @@ def test_the_wheel_builds_from_exactly_what_the_build_stage_copies(tmp_path: Pat
     for module in ("decider/cli/main.py", "decider/cli/entry.py", "decider/webhook/server.py",
                    "decider/service/worker.py",
                    "decider/core/decide.py", "decider_api/v1/decider_pb2.py", "shim/main.py",
-                   "decider_client/client.py"):
+                   "decider_client/client.py", "decider_telemetry/sdk.py",
+                   "decider_telemetry/scrape.py"):
         assert module in names, module
     assert "decider = decider.cli.entry:main" in entry_points
     assert "decider-shim = shim.entry:main" in entry_points

@@ -392,7 +392,7 @@ def test_the_telemetry_component_turns_traces_and_metrics_on_to_the_collector(
         tmp_path: Path, overlay: str) -> None:
     """The collector's address alone turns nothing on (every signal is off unless its exporter
     is named): the component names both, for the decider and the shim."""
-    from decider_client import telemetry
+    import decider_telemetry as telemetry
 
     docs = with_component(tmp_path, overlay, "telemetry")
     collector = one(render(DEPLOY / "observability"), "Service", "otel-collector")

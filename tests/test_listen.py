@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+import decider_telemetry as telemetry
 from decider.service.server import BackgroundServer
 from decider.webhook.server import WebhookConfig
 from decider_api.listen import bind_every_address
-from decider_client import telemetry
 from shim.health import HealthServer
 from support.certs import make_pki
 

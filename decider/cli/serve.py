@@ -199,8 +199,8 @@ def _first_line(exc: BaseException) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
+    import decider_telemetry as telemetry
     from decider.service import server
-    from decider_client import telemetry
 
     config = server_config(args)
     logging.basicConfig(level=getattr(logging, args.log_level),
@@ -212,12 +212,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, webhook=dataclasses.replace(
             config.webhook, cert_file=cert, key_file=key))
     try:
-        otel = telemetry.setup("jobset-decider", metrics_port=args.metrics_port)
+        # The metrics port listens where the gRPC port does (--host), unless
+        # OTEL_EXPORTER_PROMETHEUS_HOST names an address of its own.
+        otel = telemetry.setup("jobset-decider", metrics_port=args.metrics_port,
+                               metrics_host=args.host)
     except telemetry.TelemetryConfigError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
-        raise UsageError(f"--metrics-port: cannot serve metrics on {args.metrics_port}: "
-                         f"{exc.strerror or exc}") from None
+        raise UsageError(f"--metrics-port: cannot serve metrics on {args.host}:"
+                         f"{args.metrics_port}: {exc.strerror or exc}") from None
 
     def ready(port: int) -> None:
         # This line's last word is the address: shim/local_decider.py reads it. With the
@@ -273,7 +276,9 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
     )
 
     serve.add_argument("--host", default="0.0.0.0",
-                       help="address to listen on (default 0.0.0.0: every address, IPv6 and IPv4)")
+                       help="address every port listens on: gRPC, --metrics-port and the "
+                            "webhook's unless --webhook-host (default 0.0.0.0: every address, "
+                            "IPv6 and IPv4)")
     serve.add_argument("--port", type=int, default=50051, help="port (default 50051; 0: any)")
     serve.add_argument("--workers", type=int, default=0,
                        help="decision worker processes (default 0: one per available core)")
@@ -305,7 +310,8 @@ def serve_flags(serve: argparse.ArgumentParser) -> None:
                      help="append one JSON line per decision to FILE ('-': standard output); "
                           "`decider replay FILE` decides them again")
     obs.add_argument("--metrics-port", type=int, default=0,
-                     help="serve the metrics for Prometheus on this port (default 0: off)")
+                     help="serve the metrics for Prometheus on this port, on --host (default 0: "
+                          "off; docs/observability.md)")
     obs.add_argument("--log-level", default="INFO",
                      choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                      help="INFO logs every refused RPC; DEBUG every decision (default INFO)")

@@ -23,12 +23,11 @@ class Reply:
     code: int
     # The serialized answer when code is OK, else the status message (UTF-8).
     body: bytes
-    # When asked for (WANT_FACTS): a JSON object of span and metric attributes.
+    # When asked for (WANT_FACTS): a JSON object of span and metric attributes; for
+    # WANT_METRICS alone, what the decision adds to the counters.
     facts: bytes = b""
     # When asked for (WANT_RECORD): a JSON object {"request", "response" or "status"}.
     record: bytes = b""
-    # When asked for (WANT_SPAN): the facts as OTLP span attributes.
-    span: bytes = b""
 
     @property
     def message(self) -> str:
@@ -56,6 +55,5 @@ def bounded_message(text: str) -> str:
     return f"{head}... ({len(data) - len(head.encode('utf-8')):,} more bytes cut)"
 
 
-def failure(code: int, message: str, extra: tuple[bytes, bytes, bytes] = (b"", b"", b"")
-            ) -> Reply:
+def failure(code: int, message: str, extra: tuple[bytes, bytes] = (b"", b"")) -> Reply:
     return Reply(code, bounded_message(safe_text(message)).encode("utf-8"), *extra)

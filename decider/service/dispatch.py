@@ -68,11 +68,8 @@ METHOD_NAMES: dict[int, str] = {i: name for name, i in METHOD_IDS.items()}
 WANT_FACTS = 1  # span and metric attributes (decider/telemetry/facts.py)
 DECISION_ID = "decider.decision_id"  # facts.DECISION_ID, without importing telemetry's module
 WANT_RECORD = 2  # the request and the answer as JSON, for the decision log
-# The facts as span attributes already in OTLP's wire format (span_wire.AttributeWriter): the
-# server adds them to the RPC's span without reading them.
-WANT_SPAN = 4
-# Only the facts the server's counters read (facts.metric_facts), as JSON with sorted keys:
-# they repeat from decision to decision, so the server caches what they count by their bytes.
+# Only what the decision adds to the server's counters (decider/telemetry/counters.py), as JSON
+# with sorted keys: it repeats from decision to decision, so the server caches it by its bytes.
 WANT_METRICS = 8
 
 
@@ -114,39 +111,24 @@ def _facts_json(facts: dict[str, Any], sort: bool = False) -> bytes:
         return _dumps(facts, sort_keys=sort)
 
 
-_SPAN_ATTRIBUTES: Any = None
-
-
-def _span_attributes(facts: dict[str, Any]) -> bytes:
-    """The facts as span attributes, written as OTLP."""
-    global _SPAN_ATTRIBUTES
-    from decider.telemetry.facts import span_attributes
-
-    if _SPAN_ATTRIBUTES is None:
-        from decider_client.span_wire import AttributeWriter
-
-        _SPAN_ATTRIBUTES = AttributeWriter()
-    return _SPAN_ATTRIBUTES.fields(span_attributes(facts))
-
-
 def _extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
            response: Message | None, status: tuple[int, str] | None
-           ) -> tuple[bytes, bytes, bytes]:
+           ) -> tuple[bytes, bytes]:
     """What telemetry and the decision log asked for beside the answer; never an exception:
     a bug here must cost the span or the log line, not the decision."""
     if not want:
-        return b"", b"", b""
+        return b"", b""
     try:
         return _written_extra(want, method, facts, request, response, status)
     except Exception as exc:  # noqa: BLE001 - logged with its traceback, the answer stands
         log.error("%s: telemetry facts failed (%s: %s); answered without them\n%s", method,
                   type(exc).__name__, exc, traceback.format_exc())
-        return b"", b"", b""
+        return b"", b""
 
 
 def _written_extra(want: int, method: str, facts: dict[str, Any], request: Message | None,
                    response: Message | None, status: tuple[int, str] | None
-                   ) -> tuple[bytes, bytes, bytes]:
+                   ) -> tuple[bytes, bytes]:
     if request is not None and DECISION_ID not in facts:
         facts = {**facts, DECISION_ID: convert.decision_id(method, request)}
     record: dict[str, Any] = {}
@@ -163,14 +145,12 @@ def _written_extra(want: int, method: str, facts: dict[str, Any], request: Messa
     if want & WANT_FACTS:
         facts_json = _facts_json(facts)
     elif want & WANT_METRICS:
-        from decider.telemetry.facts import metric_facts
+        from decider.telemetry.counters import increments
 
-        facts_json = _facts_json(metric_facts(facts), sort=True)
+        facts_json = _facts_json(increments(facts), sort=True)
     else:
         facts_json = b""
-    return (facts_json,
-            _record_json(record) if want & WANT_RECORD else b"",
-            _span_attributes(facts) if want & WANT_SPAN else b"")
+    return facts_json, _record_json(record) if want & WANT_RECORD else b""
 
 
 def _record_json(record: dict[str, Any]) -> bytes:
@@ -205,8 +185,7 @@ def answer(method: str, payload: bytes, limits: Limits, want: int = 0) -> Reply:
                        _extra(want, method, {}, None, None, (INVALID_ARGUMENT, message)))
     try:
         response, facts = answer_with_facts(method, request, limits,
-                                            facts=bool(want & (WANT_FACTS | WANT_SPAN
-                                                               | WANT_METRICS)),
+                                            facts=bool(want & (WANT_FACTS | WANT_METRICS)),
                                             received=payload)
         body = response.SerializeToString()
     except (InvalidInput, TooLarge, MemoryError) as exc:

@@ -1,10 +1,16 @@
 """Each Decider RPC as a server span, metrics and, when asked, a decision-log line.
 
-Spans follow OpenTelemetry's RPC conventions (the attribute names the gRPC instrumentation emits:
-rpc.system, rpc.service, rpc.method, integer rpc.grpc.status_code) plus what the decision was about
-(decider/telemetry/facts.py). They are made here rather than by the stock interceptor: that one cost
-~40% of throughput and knows nothing of the decision. The parent comes from the caller's W3C
-`traceparent` metadata.
+Spans are the OpenTelemetry SDK's, sampled by the sampler the environment names as they start,
+and follow OpenTelemetry's RPC conventions (the attribute names the gRPC instrumentation emits:
+rpc.system, rpc.service, rpc.method, integer rpc.grpc.status_code) plus what the decision was
+about (decider/telemetry/facts.py), which the worker sends only for a span sampled in. They are
+made here rather than by the stock interceptor: that one knows nothing of the decision. The
+parent comes from the caller's W3C `traceparent` metadata.
+
+Metrics are the SDK's instruments. Every counter series a dashboard reads exists at 0 from the
+start (decider_telemetry/metrics.py says why): each method's outcomes, each action type, the
+terminal states, the default restart, dropped log lines; a JobSet's restart rules from its
+first decision on. The counters of a decision's facts are rows of decider/telemetry/counters.py.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from typing import Any
 import orjson
 from opentelemetry import propagate
 from opentelemetry.context import Context
-from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.metrics import Observation
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from decider.service.dispatch import (
     INVALID_ARGUMENT,
@@ -30,15 +36,14 @@ from decider.service.dispatch import (
     WANT_FACTS,
     WANT_METRICS,
     WANT_RECORD,
-    WANT_SPAN,
     Reply,
 )
 from decider.service.pool import WorkerPool
 from decider.telemetry import facts as f
+from decider.telemetry.counters import DECISION_COUNTERS, increments
 from decider.telemetry.decision_log import DecisionLog, record_line
 from decider.version import VERSION
-from decider_client.telemetry import Sampled, Telemetry
-from decider_client.telemetry_metrics import MetricSpec
+from decider_telemetry import MetricSpec, Telemetry
 
 log = logging.getLogger("decider.rpc")
 
@@ -46,28 +51,23 @@ SERVICE = "decider.v1.Decider"
 # Metadata keys the configured propagators read (W3C traceparent, tracestate, baggage...).
 _TRACE_FIELDS = frozenset(propagate.get_global_textmap().fields)
 _SPAN_NAMES = {method: f"{SERVICE}/{method}" for method in METHODS}
+# A span without a caller's trace context starts a trace, whatever context is current.
+_ROOT = Context()
+OUTCOMES = ("ok", "invalid", "error")
 
 
 def _span_name(method: str) -> str:
     return _SPAN_NAMES.get(method) or f"{SERVICE}/{method}"
 
-# Every metric the decider exports (README "Observability"; the dashboard queries only these).
-METRICS = (
-    MetricSpec("decider.decisions", "observable_counter", "{decision}",
+
+# The metrics of the RPCs and of the server; with the decisions' counters, every metric the
+# decider exports (docs/observability.md; the dashboard queries only these).
+SERVER_METRICS = (
+    MetricSpec("decider.decisions", "counter", "{decision}",
                "Decider RPCs answered, by rpc.method and outcome (ok, invalid, error)"),
     MetricSpec("decider.decision.duration", "histogram", "s",
                "Time to answer a Decider RPC, waiting for a worker included"),
-    MetricSpec("decider.actions", "observable_counter", "{action}",
-               "Actions planned, by action.type"),
-    MetricSpec("decider.restarts", "observable_counter", "{restart}",
-               "JobSet restarts decided, by failure_policy.action and failure_policy.rule"),
-    MetricSpec("decider.jobsets.finished", "observable_counter", "{jobset}",
-               "JobSets decided to have finished, by terminal_state"),
-    # Upstream's metric of KEP-1186 (#1320), by its name and labels.
-    MetricSpec("jobset.active_deadline_exceeded", "observable_counter", "{jobset}",
-               "JobSets decided to fail for their activeDeadlineSeconds, by jobset_name and "
-               "namespace"),
-    MetricSpec("decider.decision_log.dropped", "observable_counter", "{record}",
+    MetricSpec("decider.decision_log.dropped", "counter", "{record}",
                "Decision-log lines dropped: the writer fell behind or could not write"),
     MetricSpec("decider.workers.busy", "gauge", "{worker}", "Decision workers deciding now"),
     MetricSpec("decider.requests.waiting", "gauge", "{request}",
@@ -75,18 +75,19 @@ METRICS = (
     MetricSpec("decider.workers.replaced", "observable_counter", "{worker}",
                "Workers killed (deadline, caller gone) or lost, and replaced"),
 )
+METRICS = (*SERVER_METRICS, *(counter.spec for counter in DECISION_COUNTERS))
 
 
 def outcome(code: int) -> str:
     return "ok" if code == OK else "invalid" if code == INVALID_ARGUMENT else "error"
 
 
-def _parent(context: Any) -> Context | None:
-    """The caller's trace context from the RPC's metadata (W3C traceparent...); None when it
-    sent none (a root span)."""
+def _parent(context: Any) -> Context:
+    """The caller's trace context from the RPC's metadata (W3C traceparent...); the root
+    context when it sent none."""
     carrier = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
     # Extracting costs ~15 µs even with nothing to find; most callers send no trace context.
-    return propagate.extract(carrier) if carrier.keys() & _TRACE_FIELDS else None
+    return propagate.extract(carrier) if carrier.keys() & _TRACE_FIELDS else _ROOT
 
 
 def _peer(context: Any) -> tuple[str, int | None]:
@@ -121,24 +122,13 @@ class Call:
     context: Any
     # What to ask the worker for beside the answer (dispatch.WANT_*).
     want: int = 0
-    # The span's trace, decided as the RPC starts; None: no span (off or sampled out).
-    sampled: Sampled | None = None
+    # The RPC's span, when it is sampled in (None: tracing off or sampled out).
+    span: Span | None = None
 
 
-class _Tally:
-    """Counts by attribute set, read by observable counters at export time: an increment here
-    costs a dictionary update, where a synchronous SDK counter costs microseconds per call."""
-
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        self.keys = keys
-        self.counts: dict[tuple[str, ...], int] = {}
-
-    def add(self, amount: int, *values: str) -> None:
-        self.counts[values] = self.counts.get(values, 0) + amount
-
-    def observe(self, options: CallbackOptions) -> list[Observation]:
-        return [Observation(n, dict(zip(self.keys, values, strict=True)))
-                for values, n in list(self.counts.items())]
+# What a decision adds, resolved: (the SDK counter, amount, attributes).
+_Added = tuple[tuple[Any, int, dict[str, str]], ...]
+_CACHE = 1024
 
 
 class RpcTelemetry:
@@ -146,76 +136,73 @@ class RpcTelemetry:
                  decision_log: DecisionLog | None = None) -> None:
         self.telemetry = telemetry
         self.decision_log = decision_log
-        # Whole facts (JSON) for the decision log, a debug line per RPC and spans the SDK
-        # builds; for the counters alone, only theirs (WANT_METRICS), which _count caches by
-        # their bytes. Spans written as OTLP bytes (span_wire.py) take the facts as attributes
-        # the worker wrote (WANT_SPAN), asked per RPC and only for a span sampled in (start).
-        self.wire = telemetry.tracing and telemetry.writes_wire
-        self.whole_facts = decision_log is not None or log.isEnabledFor(logging.DEBUG) or (
-            telemetry.tracing and not self.wire)
+        self.tracer = telemetry.tracer
+        self.metering = telemetry.metering
+        # Whole facts (JSON) for the decision log and a debug line per RPC; a span sampled in
+        # asks for them too (start). For the counters alone, only what a decision adds to them
+        # (WANT_METRICS), cached here by its bytes.
+        self.whole_facts = decision_log is not None or log.isEnabledFor(logging.DEBUG)
         self.want = (WANT_FACTS if self.whole_facts else 0) | (
             WANT_METRICS if telemetry.metering else 0) | (
             WANT_RECORD if decision_log is not None else 0)
-        # The counters' facts, as the worker wrote them -> the increments they make.
-        self._counted: dict[bytes, tuple[tuple[_Tally, int, tuple[str, ...]], ...]] = {}
-        self.decisions = _Tally(("rpc.method", "outcome"))
-        self.actions = _Tally(("action.type",))
-        self.restarts = _Tally(("failure_policy.action", "failure_policy.rule"))
-        self.finished = _Tally(("terminal_state",))
-        self.deadlines = _Tally(("jobset_name", "namespace"))
-        self.dropped = _Tally(())
         meter = telemetry.meter
-        callbacks: dict[str, Any] = {
-            "decider.decisions": self.decisions.observe,
-            "decider.actions": self.actions.observe,
-            "decider.restarts": self.restarts.observe,
-            "decider.jobsets.finished": self.finished.observe,
-            "jobset.active_deadline_exceeded": self.deadlines.observe,
-            "decider.decision_log.dropped": self.dropped.observe,
-            "decider.workers.busy": lambda options: [Observation(pool.busy)],
-            "decider.requests.waiting": lambda options: [Observation(pool.waiting)],
-            "decider.workers.replaced": lambda options: [Observation(pool.replaced)],
-        }
-        for spec in METRICS:
-            if spec.kind == "histogram":
-                # Recorded on every RPC: aggregated here where the readers allow.
-                self.duration = telemetry.histogram(spec, ("rpc.method", "outcome"))
-            else:
-                spec.create(meter, callbacks.get(spec.name))
+        specs = {spec.name: spec for spec in SERVER_METRICS}
+        self.decisions = specs["decider.decisions"].counter(
+            meter, ("rpc.method", "outcome"), [(m, o) for m in METHODS for o in OUTCOMES])
+        self.duration = specs["decider.decision.duration"].create(meter)
+        self.dropped = specs["decider.decision_log.dropped"].counter(meter)
+        specs["decider.workers.busy"].create(
+            meter, lambda options: [Observation(pool.busy)])
+        specs["decider.requests.waiting"].create(
+            meter, lambda options: [Observation(pool.waiting)])
+        specs["decider.workers.replaced"].create(
+            meter, lambda options: [Observation(pool.replaced)])
+        # Counters of the decisions' facts, by name: (the SDK counter, its label names).
+        self._counters = {c.spec.name: (c.spec.counter(meter, c.labels, c.known), c.labels)
+                          for c in DECISION_COUNTERS}
+        # What a decision adds, as the worker wrote it -> resolved; series made at 0.
+        self._counted: dict[bytes, _Added] = {}
+        self._zeroed: set[tuple[str, tuple[str, ...]]] = set()
+        self._rpc_attributes = {(m, o): {"rpc.method": m, "outcome": o}
+                                for m in METHODS for o in OUTCOMES}
         if decision_log is not None:
             decision_log._on_drop = lambda: self.dropped.add(1)
-        # (method, status code, peer) -> those span attributes, written (_fields).
-        self._written: dict[tuple[str, int, str], bytes] = {}
 
     def start(self, method: str, context: Any) -> Call:
         call = Call(method, time.monotonic(), time.time_ns(), context, self.want)
         if self.telemetry.tracing:
-            # Sampled as the span starts, as a tracer does: a span sampled out asks the worker
-            # for nothing, and the sampler sees the attributes known at the start.
-            call.sampled = self.telemetry.sample(
-                _span_name(method), SpanKind.SERVER, _parent(context),
-                {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": method})
-            if call.sampled is not None and self.wire:
-                call.want |= WANT_SPAN
+            # Sampled as the span starts: the sampler sees the attributes known then, and a
+            # span sampled out asks the worker for nothing.
+            span = self.tracer.start_span(
+                _span_name(method), context=_parent(context), kind=SpanKind.SERVER,
+                attributes={"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": method},
+                start_time=call.started_ns)
+            if span.is_recording():
+                call.span = span
+                call.want |= WANT_FACTS
         return call
 
     def finish(self, call: Call, code: int, message: str, reply: Reply | None,
                payload: bytes) -> None:
         elapsed = time.monotonic() - call.started
         facts: dict[str, Any] = {}
-        if reply is not None and reply.facts:
-            if self.whole_facts:
-                facts = orjson.loads(reply.facts)
-                self._add(self._increments(facts))
-            else:
-                self._count(reply.facts)
         result = outcome(code)
-        self.decisions.add(1, call.method, result)
-        if self.telemetry.metering:
-            self.duration.record(elapsed, call.method, result)
+        if self.metering:
+            if reply is not None and reply.facts:
+                if call.want & WANT_FACTS:
+                    facts = orjson.loads(reply.facts)
+                    self._add(self._resolve(increments(facts)))
+                else:
+                    self._count(reply.facts)
+            attributes = self._rpc_attributes.get((call.method, result)) or {
+                "rpc.method": call.method, "outcome": result}
+            self.decisions.add(1, attributes)
+            self.duration.record(elapsed, attributes)
+        elif reply is not None and reply.facts:
+            facts = orjson.loads(reply.facts)
         trace_id = ""
-        if call.sampled is not None:
-            trace_id = self._span(call, code, message, facts, reply.span if reply else b"")
+        if call.span is not None:
+            trace_id = self._end_span(call, code, message, facts)
         if code != OK:
             log.info("%s from %s: %s: %s", call.method, _peer(call.context)[0],
                      STATUS_NAMES.get(code, str(code)), message)
@@ -227,76 +214,54 @@ class RpcTelemetry:
         if self.decision_log is not None:
             self._log_line(call, code, facts, reply, payload, elapsed, trace_id)
 
-    def _span(self, call: Call, code: int, message: str, facts: dict[str, Any],
-              written: bytes) -> str:
-        """The RPC's span, made once its outcome is known: one set of attributes instead of
-        several updates of a live span. Returns the trace id."""
-        assert call.sampled is not None
-        attributes = {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": call.method,
-                      "rpc.grpc.status_code": code}
-        status = None
+    def _end_span(self, call: Call, code: int, message: str, facts: dict[str, Any]) -> str:
+        """The RPC's outcome and the decision's facts on its span, which then ends. Returns
+        the trace id."""
+        span = call.span
+        assert span is not None
+        span.set_attributes({"rpc.grpc.status_code": code,
+                             **_peer_attributes(call.context.peer() or ""),
+                             **f.span_attributes(facts)})
         if code != OK:
-            status = Status(StatusCode.ERROR, f"{STATUS_NAMES.get(code, code)}: {message}")
-        name = _span_name(call.method)
-        if self.telemetry.writes_wire:
-            # Every attribute as OTLP bytes: the RPC's and the peer's from caches here, the
-            # decision's as the worker wrote them (dispatch.WANT_SPAN).
-            fields = self._fields(attributes, call.context.peer() or "") + written
-            trace_id = self.telemetry.record_span(call.sampled, name, SpanKind.SERVER,
-                                                  attributes, call.started_ns, time.time_ns(),
-                                                  status, written=fields)
-        else:
-            def more() -> dict[str, Any]:
-                return {**_peer_attributes(call.context.peer() or ""),
-                        **f.span_attributes(facts)}
-
-            trace_id = self.telemetry.record_span(call.sampled, name, SpanKind.SERVER,
-                                                  attributes, call.started_ns, time.time_ns(),
-                                                  status, more)
-        return format(trace_id, "032x")
-
-    def _fields(self, attributes: dict[str, Any], peer: str) -> bytes:
-        """The RPC's and the peer's span attributes, written: both repeat from RPC to RPC (a
-        method and a status; a client's connection)."""
-        key = (attributes["rpc.method"], attributes["rpc.grpc.status_code"], peer)
-        hit = self._written.get(key)
-        if hit is None:
-            hit = self.telemetry.write_attributes({**attributes, **_peer_attributes(peer)})
-            if len(self._written) >= 4096:
-                self._written.clear()
-            self._written[key] = hit
-        return hit
+            span.set_status(Status(StatusCode.ERROR,
+                                   f"{STATUS_NAMES.get(code, code)}: {message}"))
+        span.end()
+        return format(span.get_span_context().trace_id, "032x")
 
     def _count(self, written: bytes) -> None:
-        increments = self._counted.get(written)
-        if increments is None:
-            increments = self._increments(orjson.loads(written))
-            if len(self._counted) >= 1024:
+        added = self._counted.get(written)
+        if added is None:
+            added = self._resolve(orjson.loads(written))
+            if len(self._counted) >= _CACHE:
                 self._counted.clear()
-            self._counted[written] = increments
-        self._add(increments)
+            self._counted[written] = added
+        self._add(added)
 
     @staticmethod
-    def _add(increments: tuple[tuple[_Tally, int, tuple[str, ...]], ...]) -> None:
-        for tally, amount, values in increments:
-            tally.add(amount, *values)
+    def _add(added: _Added) -> None:
+        for counter, amount, attributes in added:
+            counter.add(amount, attributes)
 
-    def _increments(self, facts: dict[str, Any]) -> tuple[tuple[_Tally, int, tuple[str, ...]],
-                                                          ...]:
-        """What a decision's facts add to the counters."""
-        out: list[tuple[_Tally, int, tuple[str, ...]]] = []
-        for key, count in facts.items():
-            if key.startswith(f.ACTION_COUNT) and key != f.ACTIONS_TOTAL:
-                out.append((self.actions, count, (key[len(f.ACTION_COUNT):],)))
-        added = facts.get(f.RESTARTS_AFTER, 0) - facts.get(f.RESTARTS_BEFORE, 0)
-        if added > 0:
-            out.append((self.restarts, added, (facts.get(f.FAILURE_ACTION, ""),
-                                               facts.get(f.FAILURE_RULE, ""))))
-        if facts.get(f.TERMINAL_STATE) and not facts.get(f.TERMINAL_BEFORE):
-            out.append((self.finished, 1, (facts[f.TERMINAL_STATE],)))
-        if facts.get(f.DEADLINE_EXCEEDED):
-            out.append((self.deadlines, 1, (str(facts.get(f.JOBSET_NAME, "")),
-                                            str(facts.get(f.NAMESPACE, "")))))
+    def _resolve(self, adds: dict[str, list[list[Any]]]) -> _Added:
+        """What counters.increments wrote, as SDK counters and attributes. A series announced
+        at 0 is made at once, and only once."""
+        out: list[tuple[Any, int, dict[str, str]]] = []
+        for name, rows in adds.items():
+            entry = self._counters.get(name)
+            if entry is None:
+                continue
+            counter, labels = entry
+            for amount, values in rows:
+                if len(values) != len(labels):
+                    continue
+                attributes = dict(zip(labels, values, strict=True))
+                if amount:
+                    out.append((counter, amount, attributes))
+                elif (name, key := tuple(values)) not in self._zeroed:
+                    if len(self._zeroed) >= 16 * _CACHE:
+                        self._zeroed.clear()  # adding 0 again is harmless
+                    self._zeroed.add((name, key))
+                    counter.add(0, attributes)
         return tuple(out)
 
     def _log_line(self, call: Call, code: int, facts: dict[str, Any], reply: Reply | None,

@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import _async as reflection_async
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
+import decider_telemetry as otel
 from decider.contract.limits import Limits
 from decider.service import decoded_services, ended_calls
 from decider.service.dispatch import DEADLINE_EXCEEDED, METHODS, OK, RESOURCE_EXHAUSTED, Reply
@@ -35,7 +36,6 @@ from decider.service.rpc_telemetry import RpcTelemetry
 from decider.service.tls_files import TLSFiles
 from decider.telemetry.decision_log import DecisionLog
 from decider_api.v1 import decider_pb2 as pb
-from decider_client import telemetry as otel
 
 log = logging.getLogger("decider.server")
 

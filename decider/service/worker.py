@@ -9,10 +9,9 @@ Protocol on the inherited socket, all integers big-endian:
 - once, worker -> server: READY (one byte) when it can take requests;
 - server -> worker: method id (1 byte), what else to send back (1 byte: dispatch.WANT_*),
   length (4 bytes), the serialized request;
-- worker -> server: gRPC status code (1 byte), four lengths (4 bytes each), then the
-  serialized answer (code 0) or the status message in UTF-8, the facts for telemetry (JSON),
-  the decision-log record (JSON) and the facts as OTLP span attributes, the last three empty
-  unless asked for.
+- worker -> server: gRPC status code (1 byte), three lengths (4 bytes each), then the
+  serialized answer (code 0) or the status message in UTF-8, the facts for telemetry (JSON)
+  and the decision-log record (JSON), the last two empty unless asked for.
 End of file on the socket means the server is gone or done: the worker exits.
 """
 
@@ -32,7 +31,7 @@ from collections.abc import Sequence
 
 READY = b"R"
 REQUEST_HEADER = struct.Struct("!BBI")
-REPLY_HEADER = struct.Struct("!BIIII")
+REPLY_HEADER = struct.Struct("!BIII")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -75,8 +74,8 @@ def serve(sock: socket.socket, limits_json: str) -> None:
         method = dispatch.METHOD_NAMES.get(method_id, f"method #{method_id}")
         reply = dispatch.answer(method, payload, limits, want)
         sock.sendall(REPLY_HEADER.pack(reply.code, len(reply.body), len(reply.facts),
-                                       len(reply.record), len(reply.span))
-                     + reply.body + reply.facts + reply.record + reply.span)
+                                       len(reply.record))
+                     + reply.body + reply.facts + reply.record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

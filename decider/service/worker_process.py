@@ -52,14 +52,14 @@ class WorkerChannel(asyncio.Protocol):
             del self.buffer[:1]
             self.ready.set_result(None)
         while len(self.buffer) >= _REPLY.size:
-            code, n_body, n_facts, n_record, n_span = _REPLY.unpack_from(self.buffer)
-            end = _REPLY.size + n_body + n_facts + n_record + n_span
+            code, n_body, n_facts, n_record = _REPLY.unpack_from(self.buffer)
+            end = _REPLY.size + n_body + n_facts + n_record
             if len(self.buffer) < end:
                 return
             view = memoryview(self.buffer)
             at = _REPLY.size
             parts = []
-            for n in (n_body, n_facts, n_record, n_span):
+            for n in (n_body, n_facts, n_record):
                 parts.append(bytes(view[at:at + n]))
                 at += n
             reply = Reply(code, *parts)

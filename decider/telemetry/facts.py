@@ -27,6 +27,12 @@ FAILURE_RULE = "decider.failure_policy.rule"
 FAILURE_ACTION = "decider.failure_policy.action"
 # The decision failed the JobSet for its activeDeadlineSeconds (KEP-1186).
 DEADLINE_EXCEEDED = "jobset.active_deadline.exceeded"
+# The JobSet's spec.activeDeadlineSeconds, while it is not finished: its deadline counter's
+# series then exists (at 0) before the deadline passes.
+ACTIVE_DEADLINE = "jobset.active_deadline_seconds"
+# The JobSet's failure-policy rules, [[action, name], ...]: not a span attribute (a list), read
+# by the restarts counter so that a rule's series exists before its first restart.
+FAILURE_RULES = "jobset.failure_policy.rules"
 
 
 def _int(value: Any) -> int:
@@ -59,8 +65,16 @@ def decision_facts(decision: Decision, decision_id: str) -> dict[str, Any]:
     if failure is not None:
         facts[FAILURE_RULE] = failure.rule
         facts[FAILURE_ACTION] = failure.action
-    if not facts[TERMINAL_BEFORE] and _deadline_exceeded(after):
-        facts[DEADLINE_EXCEEDED] = True
+    if not facts[TERMINAL_BEFORE]:
+        if _deadline_exceeded(after):
+            facts[DEADLINE_EXCEEDED] = True
+        deadline = _int((jobset.get("spec") or {}).get("activeDeadlineSeconds")
+                        if isinstance(jobset.get("spec"), dict) else None)
+        if deadline > 0:
+            facts[ACTIVE_DEADLINE] = deadline
+    rules = _failure_rules(jobset)
+    if rules:
+        facts[FAILURE_RULES] = rules
     return facts
 
 
@@ -72,26 +86,15 @@ def _deadline_exceeded(status: dict[str, Any]) -> bool:
                for c in status.get("conditions") or () if isinstance(c, dict))
 
 
+def _failure_rules(jobset: dict[str, Any]) -> list[list[str]]:
+    spec = jobset.get("spec") if isinstance(jobset.get("spec"), dict) else {}
+    policy = spec.get("failurePolicy") if isinstance(spec.get("failurePolicy"), dict) else {}
+    rules = policy.get("rules") if isinstance(policy.get("rules"), list) else []
+    return [[str(r.get("action") or ""), str(r.get("name") or "")] for r in rules
+            if isinstance(r, dict)]
+
+
 def span_attributes(facts: dict[str, Any]) -> dict[str, Any]:
     """The facts a span carries: an empty string says nothing (no terminal state, no rule) and
     costs every span, so it is left out, as is anything not a string, integer or boolean."""
     return {k: v for k, v in facts.items() if v != "" and isinstance(v, str | int | bool)}
-
-
-def metric_facts(facts: dict[str, Any]) -> dict[str, Any]:
-    """The facts the server's counters read (decider/service/rpc_telemetry.py): action counts,
-    restarts, the failure rule, terminal states. Unlike the whole facts (a decision id, a uid)
-    they repeat from decision to decision, so the server can cache what they count."""
-    out = {k: v for k, v in facts.items() if k in _METRIC_KEYS
-           or (k.startswith(ACTION_COUNT) and k != ACTIONS_TOTAL)}
-    if facts.get(DEADLINE_EXCEEDED):
-        # Upstream's jobset_active_deadline_exceeded_total is by JobSet: only a decision that
-        # counts one carries its name (the counters' cache stays keyed on repeating facts).
-        out[DEADLINE_EXCEEDED] = True
-        out[JOBSET_NAME] = facts.get(JOBSET_NAME, "")
-        out[NAMESPACE] = facts.get(NAMESPACE, "")
-    return out
-
-
-_METRIC_KEYS = frozenset((RESTARTS_BEFORE, RESTARTS_AFTER, FAILURE_ACTION, FAILURE_RULE,
-                          TERMINAL_BEFORE, TERMINAL_STATE))

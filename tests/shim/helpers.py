@@ -204,6 +204,9 @@ class ShimFactory:
         **overrides: Any,
     ) -> Shim:
         """A shim on the fake cluster; `decider` replaces the gRPC client (a scripted one)."""
+        if decider is None:
+            # As decider_channel.client(cfg) dials it (the client span names it).
+            overrides.setdefault("decider_address", decider_target or self.decider_target)
         cfg = make_config(**overrides)
         configuration = client.Configuration()
         # The same loading path as production: a kubeconfig file through the official client.
@@ -215,7 +218,7 @@ class ShimFactory:
         api.user_agent = f"decider-shim/{cfg.identity}"
         if decider is None:
             decider = DeciderClient(
-                decider_target or self.decider_target,
+                cfg.decider_address,
                 timeout=cfg.decider_timeout,
                 options=[("grpc.so_reuseport", 0)],
             )

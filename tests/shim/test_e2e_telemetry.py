@@ -1,5 +1,6 @@
-"""One trace from the shim's reconcile through the decider's decision to the API calls, and the
-shim's metrics (issue 9): in memory, then over the wire to a real OTLP receiver."""
+"""One trace from the shim's reconcile through its Decide call (a client span, issue 23) and the
+decider's decision to the API calls, and the shim's metrics (issue 9): in memory, then over the
+wire to a real OTLP receiver."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 
+import decider_telemetry as telemetry
 from decider.service.server import BackgroundServer
-from decider_client import telemetry
-from decider_client.aggregates import MemoryMetricReader
 from shim.telemetry import api_verb, parse_path
 from support.otlp import GrpcReceiver
 from tests.shim.helpers import NS, jobset, rjob, wait_for
@@ -50,7 +52,7 @@ def _by_id(spans: list) -> dict[int, object]:
 
 
 def test_reconcile_is_the_parent_of_the_decision_and_of_the_api_calls(cluster, shims) -> None:
-    spans, reader = InMemorySpanExporter(), MemoryMetricReader()
+    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
     decider_tel = telemetry.setup("jobset-decider", env={}, span_exporters=[spans])
     shim_tel = telemetry.setup("decider-shim", env={}, span_exporters=[spans],
                                metric_readers=[reader])
@@ -64,20 +66,30 @@ def test_reconcile_is_the_parent_of_the_decision_and_of_the_api_calls(cluster, s
         shims.stop_all()
     finished = spans.get_finished_spans()
     by_id = _by_id(finished)
-    # The pass that created the Jobs (a pass cut short by the shutdown ends NotLeader).
-    passes = [(by_id[s.parent.span_id], s) for s in finished
-              if s.name == "decider.v1.Decider/Decide"
+    # The pass that created the Jobs (a pass cut short by the shutdown ends NotLeader):
+    # reconcile -> the shim's client span of its Decide call -> the decider's server span.
+    passes = [(by_id[by_id[s.parent.span_id].parent.span_id], by_id[s.parent.span_id], s)
+              for s in finished
+              if s.name == "decider.v1.Decider/Decide" and s.kind == SpanKind.SERVER
               and s.attributes.get("decider.actions.CreateJob") == 2
-              and by_id[s.parent.span_id].attributes["shim.reconcile.result"] == "ok"]
+              and by_id[by_id[s.parent.span_id].parent.span_id].attributes[
+                  "shim.reconcile.result"] == "ok"]
     assert passes, [s.name for s in finished]
-    reconcile, decide = passes[0]
+    reconcile, client, decide = passes[0]
     assert reconcile.name == "shim.reconcile"
-    assert reconcile.context.trace_id == decide.context.trace_id
+    assert reconcile.context.trace_id == client.context.trace_id == decide.context.trace_id
     assert reconcile.parent is None  # the root of the trace
     assert dict(reconcile.attributes) == {"k8s.namespace.name": NS, "jobset.name": "tr",
                                           "shim.reconcile.result": "ok"}
+    # OpenTelemetry's gRPC client conventions, as the instrumentation writes them.
+    assert client.name == "decider.v1.Decider/Decide" and client.kind == SpanKind.CLIENT
+    host, port = decider.target.rsplit(":", 1)
+    assert dict(client.attributes) == {
+        "rpc.system": "grpc", "rpc.service": "decider.v1.Decider", "rpc.method": "Decide",
+        "rpc.grpc.status_code": 0, "server.address": host, "server.port": int(port)}
+    assert client.status.status_code == StatusCode.UNSET
     calls = [s for s in finished if s.parent is not None
-             and s.parent.span_id == reconcile.context.span_id and s.name != decide.name]
+             and s.parent.span_id == reconcile.context.span_id and s.name != client.name]
     creates = [s for s in calls if s.name == "create jobs"]
     assert len(creates) == 2
     assert all(s.attributes["http.response.status_code"] == 201 for s in creates)
@@ -120,27 +132,34 @@ def test_one_trace_over_the_wire_from_shim_to_decider_to_api(cluster, shims,
             got = rx.received
 
             def linked() -> list:
-                """(reconcile, decide) of the pass that created the Jobs."""
+                """(reconcile, client, decide) of the pass that created the Jobs: the shim's
+                client span of its Decide call, the decider's server span its child."""
                 spans = got.spans()
                 reconciles = {s.span_id: s for svc, s in spans
                               if svc == "decider-shim" and s.name == "shim.reconcile"}
-                return [(reconciles[s.parent_span_id], s) for svc, s in spans
+                clients = {s.span_id: s for svc, s in spans
+                           if svc == "decider-shim" and s.name == "decider.v1.Decider/Decide"
+                           and s.kind == s.SPAN_KIND_CLIENT and s.parent_span_id in reconciles}
+                return [(reconciles[clients[s.parent_span_id].parent_span_id],
+                         clients[s.parent_span_id], s) for svc, s in spans
                         if svc == "jobset-decider" and s.name == "decider.v1.Decider/Decide"
-                        and s.parent_span_id in reconciles
+                        and s.kind == s.SPAN_KIND_SERVER and s.parent_span_id in clients
                         and _attribute(s, "decider.actions.CreateJob") == 2]
 
-            assert got.wait(linked, timeout=20), [(svc, s.name) for svc, s in got.spans()]
-            reconcile, decide = linked()[0]
-            assert reconcile.trace_id == decide.trace_id
+            assert got.wait(linked, timeout=60), [(svc, s.name) for svc, s in got.spans()]
+            reconcile, client, decide = linked()[0]
+            assert reconcile.trace_id == client.trace_id == decide.trace_id
+            assert _attribute(client, "rpc.grpc.status_code") == 0
+            assert _attribute(client, "rpc.service") == "decider.v1.Decider"
 
             def creates() -> list:
                 return [s for svc, s in got.spans() if svc == "decider-shim"
                         and s.name == "create jobs" and s.parent_span_id == reconcile.span_id]
 
-            assert got.wait(lambda: len(creates()) == 2, timeout=20)
+            assert got.wait(lambda: len(creates()) == 2, timeout=60)
             assert all(s.trace_id == reconcile.trace_id for s in creates())
             assert got.wait(lambda: {"shim.api.requests", "shim.reconcile.duration",
-                                     "decider.decisions"} <= got.metric_names(), timeout=20)
+                                     "decider.decisions"} <= got.metric_names(), timeout=60)
             assert got.data_points("shim.api.requests") and got.data_points("decider.decisions")
             shims.stop_all()
             shim_tel.shutdown(2.0)

@@ -52,7 +52,7 @@ class Received:
                                 out.extend(getattr(m, kind).data_points)
             return out
 
-    def wait(self, predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+    def wait(self, predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate():

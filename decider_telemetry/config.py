@@ -1,0 +1,78 @@
+"""What the OTEL_* environment asks for, read where the SDK leaves it to the application.
+
+The SDK reads endpoints, headers, timeouts, batch sizes, the export interval and the resource
+itself. It does not choose exporters for a provider built in code, nor the exporter's protocol
+(OTEL_EXPORTER_OTLP_PROTOCOL, pitfalls.md), and it takes an unknown sampler name or a bad
+sampler argument with a warning and goes on with another sampler. Those are read here, and a
+value this build cannot honour is refused at start, naming the variable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+PROTOCOLS = ("grpc", "http/protobuf")
+SIGNAL_EXPORTERS = {"traces": ("otlp", "console", "none"),
+                    "metrics": ("otlp", "console", "prometheus", "none"),
+                    "logs": ("otlp", "console", "none")}
+# The SDK's built-in samplers, by the names OTEL_TRACES_SAMPLER gives them; the second item
+# says whether OTEL_TRACES_SAMPLER_ARG is its ratio.
+SAMPLERS = {"always_on": False, "always_off": False, "parentbased_always_on": False,
+            "parentbased_always_off": False, "traceidratio": True,
+            "parentbased_traceidratio": True}
+DEFAULT_SAMPLER = "parentbased_always_on"
+
+
+class TelemetryConfigError(ValueError):
+    """An OTEL_* variable names an exporter, protocol or sampler this build does not offer."""
+
+
+def exporters(env: Mapping[str, str], signal: str) -> list[str]:
+    """OTEL_{signal}_EXPORTER, without `none`; unset means none: a span costs CPU on every RPC,
+    so nobody pays for telemetry without asking."""
+    name = f"OTEL_{signal.upper()}_EXPORTER"
+    chosen = [e.strip().lower() for e in env.get(name, "none").split(",") if e.strip()]
+    for e in chosen:
+        if e not in SIGNAL_EXPORTERS[signal]:
+            raise TelemetryConfigError(f"{name}: unsupported exporter {e!r} (supported: "
+                                       f"{', '.join(SIGNAL_EXPORTERS[signal])})")
+    return [e for e in chosen if e != "none"]
+
+
+def protocol(env: Mapping[str, str], signal: str) -> str:
+    """The OTLP protocol of one signal: its own variable, else the common one, else grpc."""
+    name = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+    value = (env.get(name) or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc").strip().lower()
+    if value not in PROTOCOLS:
+        raise TelemetryConfigError(f"{name if env.get(name) else 'OTEL_EXPORTER_OTLP_PROTOCOL'}:"
+                                   f" unsupported protocol {value!r} (supported: "
+                                   f"{', '.join(PROTOCOLS)})")
+    return value
+
+
+def sampler(env: Mapping[str, str]) -> Any:
+    """The SDK's sampler that OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG name, as the SDK
+    maps them (a ratio sampler without an argument samples everything)."""
+    from opentelemetry.sdk.trace import sampling
+
+    name = (env.get("OTEL_TRACES_SAMPLER") or DEFAULT_SAMPLER).strip().lower()
+    if name not in SAMPLERS:
+        raise TelemetryConfigError(f"OTEL_TRACES_SAMPLER: unsupported sampler {name!r} "
+                                   f"(supported: {', '.join(SAMPLERS)})")
+    if not SAMPLERS[name]:
+        return {"always_on": sampling.ALWAYS_ON, "always_off": sampling.ALWAYS_OFF,
+                "parentbased_always_on": sampling.DEFAULT_ON,
+                "parentbased_always_off": sampling.DEFAULT_OFF}[name]
+    text = (env.get("OTEL_TRACES_SAMPLER_ARG") or "").strip()
+    try:
+        rate = float(text) if text else 1.0
+    except ValueError:
+        rate = math.nan
+    if not 0.0 <= rate <= 1.0:
+        raise TelemetryConfigError(f"OTEL_TRACES_SAMPLER_ARG: {text!r} is not a ratio "
+                                   f"between 0 and 1 (the share of traces {name} keeps)")
+    if name == "traceidratio":
+        return sampling.TraceIdRatioBased(rate)
+    return sampling.ParentBasedTraceIdRatio(rate)
