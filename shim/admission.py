@@ -19,6 +19,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import grpc
@@ -50,9 +51,13 @@ def admission_view(jobset: Obj) -> Obj:
 
 class SpecCheck:
     def __init__(self, decider: Any, recorder: EventRecorder, feature_gates: dict[str, bool],
-                 timeout: float, existing_pvcs: Callable[[Obj], list[Obj]] | None = None
-                 ) -> None:
+                 timeout: float, existing_pvcs: Callable[[Obj], list[Obj]] | None = None,
+                 traced: Callable[[str], AbstractContextManager[list[tuple[str, str]]]]
+                 | None = None) -> None:
         self.decider = decider
+        # The Validate call as a client span whose metadata carries the trace
+        # (ShimTelemetry.decider_call); none: untraced.
+        self.traced = traced or (lambda method: nullcontext([]))
         # PVCs of the JobSet's volumeClaimPolicies' names that it does not control: a create is
         # judged against them, as upstream's webhook does (Retain and the same spec, or refused).
         self.existing_pvcs = existing_pvcs
@@ -109,7 +114,9 @@ class SpecCheck:
                                     object_json=json.dumps(pvc, separators=(",", ":")))
         self.validations += 1
         try:
-            response = self.decider.validate(request, timeout=self.timeout)
+            with self.traced("Validate") as metadata:
+                response = self.decider.validate(request, timeout=self.timeout,
+                                                 metadata=metadata)
         except grpc.RpcError as exc:
             refused = as_refusal(jobset, exc)
             if refused is not None:

@@ -112,8 +112,10 @@ class Shim:
             background_events=True,
             expectations=self.expectations,
         )
-        self.spec_check = SpecCheck(decider, self.applier.recorder, config.feature_gates,
-                                    config.decider_timeout, self.observation.foreign_pvcs)
+        self.spec_check = SpecCheck(
+            decider, self.applier.recorder, config.feature_gates, config.decider_timeout,
+            self.observation.foreign_pvcs,
+            traced=lambda method: self.telemetry.decider_call(method, config.decider_address))
 
     # ---- leadership -----------------------------------------------------------------------
 

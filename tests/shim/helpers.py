@@ -283,7 +283,7 @@ class ScriptedDecider:
     ) -> pb.ValidateResponse:
         # Admission is the real decider's (a scripted one only forges plans).
         if self.real is not None:
-            return self.real.validate(request, timeout=timeout)
+            return self.real.validate(request, timeout=timeout, metadata=metadata)
         return pb.ValidateResponse(valid=True, object_json=request.object_json)
 
     def close(self) -> None:

@@ -88,6 +88,14 @@ def test_reconcile_is_the_parent_of_the_decision_and_of_the_api_calls(cluster, s
         "rpc.system": "grpc", "rpc.service": "decider.v1.Decider", "rpc.method": "Decide",
         "rpc.grpc.status_code": 0, "server.address": host, "server.port": int(port)}
     assert client.status.status_code == StatusCode.UNSET
+    # Admission's Validate call, asked in the same pass, is traced the same way.
+    validates = [s for s in finished if s.name == "decider.v1.Decider/Validate"
+                 and s.kind == SpanKind.SERVER]
+    assert validates
+    for server in validates:
+        caller = by_id[server.parent.span_id]
+        assert caller.kind == SpanKind.CLIENT and caller.attributes["rpc.method"] == "Validate"
+        assert by_id[caller.parent.span_id].name == "shim.reconcile"
     calls = [s for s in finished if s.parent is not None
              and s.parent.span_id == reconcile.context.span_id and s.name != client.name]
     creates = [s for s in calls if s.name == "create jobs"]

@@ -355,7 +355,8 @@ def test_the_shim_passes_its_gang_flags_to_decide(kube):
             sent.append(request)
             return pb.DecideResponse()
 
-        def validate(self, request: pb.ValidateRequest, timeout: float = 0) -> Any:
+        def validate(self, request: pb.ValidateRequest, timeout: float = 0,
+                     metadata: object = None) -> Any:
             return pb.ValidateResponse(valid=True)
 
     cfg = Config(
