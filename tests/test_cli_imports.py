@@ -38,7 +38,7 @@ with open(out, "w") as fh:
 # What serving needs and a command run in its own process does not.
 SERVER_STACK = ("grpc", "aiohttp", "opentelemetry", "uvloop", "cryptography", "kubernetes",
                 "decider.service.server", "decider.service.pool", "decider.service.worker",
-                "decider.webhook", "decider.telemetry", "decider_client.telemetry",
+                "decider.webhook", "decider.telemetry", "decider_telemetry",
                 "decider_client.client")
 
 
