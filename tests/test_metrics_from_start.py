@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -20,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from properties.strategies import to_request
 
 from decider.contract.methods import METHODS
-from decider.core.model import Observed
+from decider.core.model import Observed, Options
 from decider.telemetry.counters import DECISION_COUNTERS, increments, when
 from decider_api.names import ACTION_NAMES
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
@@ -149,6 +150,30 @@ def test_a_rules_first_restart_shows_once_the_jobset_was_decided_before(fresh) -
     after = _scrape(port)
     assert _increase(before, after, "decider_restarts_total",
                      failure_policy_action="RestartJobSet", failure_policy_rule="oom") == 1
+
+
+def test_an_active_deadline_shows_in_increase_the_first_time_it_passes(fresh) -> None:
+    """jobset_active_deadline_exceeded_total is by JobSet (upstream's labels), so no series is
+    known in advance: a JobSet's is made at 0 when a JobSet with a deadline is decided before
+    the deadline passes, and the pass that fails it for the deadline shows in increase()."""
+    stub, port = fresh
+    gates = Options(feature_gates={"JobSetActiveDeadlineSeconds": True})
+    start = (NOW - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    js = jobset(rjob("workers", 1), name="late", activeDeadlineSeconds=10,
+                status={"startTime": start})
+    running = [job("workers", 0, js_name="late")]
+    stub.Decide(to_request(Observed(jobset=js, now=NOW, jobs=running, options=gates)),
+                timeout=30)
+    labels = {"jobset_name": "late", "namespace": "default"}
+    before = _wait(port, lambda s: _value(s, "jobset_active_deadline_exceeded_total",
+                                          **labels) is not None)
+    assert _value(before, "jobset_active_deadline_exceeded_total", **labels) == 0
+    later = NOW + timedelta(seconds=10)
+    answer = stub.Decide(to_request(Observed(jobset=js, now=later, jobs=running,
+                                             options=gates)), timeout=30)
+    assert answer.status.terminal_state == "Failed"
+    after = _scrape(port)
+    assert _increase(before, after, "jobset_active_deadline_exceeded_total", **labels) == 1
 
 
 def test_a_counter_of_a_fact_is_one_row() -> None:
