@@ -179,11 +179,10 @@ def _start(cfg: Config) -> int:
 
 def _run(cfg: Config, api: client.ApiClient) -> int:
     try:
-        # The metrics port listens where --host says, unless the OpenTelemetry variable names
-        # an address of its own.
-        env = {**os.environ}
-        env.setdefault("OTEL_EXPORTER_PROMETHEUS_HOST", cfg.host)
-        tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port, env=env)
+        # The metrics port listens where --host says, unless OTEL_EXPORTER_PROMETHEUS_HOST
+        # names an address of its own.
+        tel = telemetry.setup("decider-shim", metrics_port=cfg.metrics_port,
+                              metrics_host=cfg.host)
     except telemetry.TelemetryConfigError as exc:
         raise StartupError(str(exc)) from None
     except OSError as exc:
