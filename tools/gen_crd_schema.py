@@ -25,6 +25,11 @@ fields a KEP defines that no readable commit of upstream's CRD has yet):
 
 The Go files are read with regular expressions: Kubernetes API types are written in one regular
 style (one field per line, a json tag on each), which is all this needs.
+
+Fields newer than the CRD the data is generated from are added with ``--overlay
+spec.scheduling=tools/crd/scheduling.yaml``: a schema written for this project (``$ref`` names
+one of its ``definitions``), walked without Go types; its ``x-decider-go-zero`` and
+``x-decider-go-value`` say what Go would write and decode for a property the request leaves out.
 """
 
 from __future__ import annotations
@@ -207,7 +212,7 @@ class Builder:
                     value = go.split("]", 1)[1]
                 return self.add(("map", self.walk(s["additionalProperties"], value,
                                                   path + "{}")))
-            return self.add(("object", (), (), ()))
+            return self.add(("object", (), (), (), ()))
         if kind == "object":
             gofields = fields_of(self.types, go) if go in self.types.structs else {}
             if go and go not in self.types.structs:
@@ -215,12 +220,14 @@ class Builder:
             props = []
             for name, sub in sorted(s["properties"].items()):
                 f = gofields.get(name)
-                if go and f is None:
+                if go and f is None and not sub.get("x-decider-overlay"):
                     raise SystemExit(f"{path}.{name}: not a field of Go {go}")
                 props.append((name, self.walk(sub, f.type if f else None, f"{path}.{name}")))
             decoded = []
             for name, sub in sorted(s["properties"].items()):
                 f = gofields.get(name)
+                if f is None and sub.get("x-decider-go-value") and sub.get("type") == "string":
+                    decoded.append((name, ""))
                 if f is None or sub.get("type") not in SCALAR_KINDS \
                         or sub.get("x-kubernetes-int-or-string"):
                     continue
@@ -235,6 +242,10 @@ class Builder:
                 zero = zero_of(self.types, f)
                 if zero is not ...:
                     zeros.append((name, zero))
+            for name, sub in sorted(s["properties"].items()):
+                if name not in gofields and "x-decider-go-zero" in sub:
+                    zeros.append((name, sub["x-decider-go-zero"]))
+            zeros.sort()
             return self.add(("object", tuple(props), tuple(sorted(s.get("required", ()))),
                              tuple(zeros), tuple(decoded)))
         if go and SPECIAL.get(go, ("",))[0] == "time":
@@ -262,6 +273,25 @@ NODES: tuple[tuple, ...] = (
 '''
 
 
+def _resolve_refs(node: Any, definitions: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _resolve_refs(definitions[node["$ref"]], definitions)
+        return {k: _resolve_refs(v, definitions) for k, v in node.items() if k != "definitions"}
+    if isinstance(node, list):
+        return [_resolve_refs(v, definitions) for v in node]
+    return node
+
+
+def load_overlay(path: str) -> dict[str, Any]:
+    """An overlay schema with its $refs inlined and its root marked as having no Go field."""
+    with open(path, encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    schema = _resolve_refs(raw, raw.get("definitions", {}))
+    schema["x-decider-overlay"] = True
+    return schema
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crd", required=True)
@@ -269,6 +299,8 @@ def main() -> None:
     ap.add_argument("--go", action="append", required=True, help="pkg=file")
     ap.add_argument("--note", default="",
                     help="a paragraph on inputs beyond that commit (fields added from a KEP)")
+    ap.add_argument("--overlay", action="append", default=[],
+                    help="spec.FIELD=schema.yaml: a field newer than the CRD")
     args = ap.parse_args()
     types = GoTypes()
     for item in args.go:
@@ -279,6 +311,12 @@ def main() -> None:
         crd = yaml.safe_load(fh)
     version = crd["spec"]["versions"][0]
     schema = version["schema"]["openAPIV3Schema"]
+    for item in args.overlay:
+        where, _, path = item.partition("=")
+        parent, _, name = where.rpartition(".")
+        if parent != "spec":
+            raise SystemExit(f"--overlay {where}: only spec fields are supported")
+        schema["properties"]["spec"]["properties"][name] = load_overlay(path)
     b = Builder(types)
     # The root's metadata is the API server's own ObjectMeta, checked apart (crd.py).
     root = dict(schema)
@@ -286,7 +324,10 @@ def main() -> None:
                           if k not in ("metadata", "apiVersion", "kind")}
     spec = b.walk(root["properties"]["spec"], "v1alpha2.JobSetSpec", "spec")
     status = b.walk(root["properties"]["status"], "v1alpha2.JobSetStatus", "status")
-    note = f"\n{args.note.strip()}\n" if args.note.strip() else ""
+    paragraphs = [args.note.strip()] if args.note.strip() else []
+    paragraphs += [f"Overlaid: {item.partition('=')[0]} from {item.partition('=')[2]}."
+                   for item in args.overlay]
+    note = "".join(f"\n{p}\n" for p in paragraphs)
     out = [HEADER.format(crd_version=version["name"], commit=args.commit, note=note)]
     for i, node in enumerate(b.nodes):
         text = pprint.pformat(node, width=95, compact=True).replace("\n", "\n    ")

@@ -23,7 +23,6 @@ def _jobset(scheduling: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("scheduling", [
     pytest.param({}, id="whole-jobset-gang"),
-    pytest.param({"schedulingPolicy": {"gang": {"minCount": 7}}}, id="min-count-all-pods"),
     pytest.param({"schedulingPolicy": {"basic": {}}}, id="basic"),
 ])
 def test_a_valid_scheduling_is_admitted(scheduling: Any) -> None:
@@ -35,7 +34,9 @@ def test_a_valid_scheduling_is_admitted(scheduling: Any) -> None:
 @pytest.mark.parametrize(("scheduling", "field", "said"), [
     pytest.param({"schedulingPolicy": {"gang": {"minCount": 999}}},
                  "spec.scheduling.schedulingPolicy.gang.minCount",
-                 "cannot exceed the total number of JobSet pods (7)", id="min-count-too-big"),
+                 'strict decoding error: unknown field '
+                 '"spec.scheduling.schedulingPolicy.gang.minCount"',
+                 id="superseded-top-level-min-count"),
 ])
 def test_an_invalid_scheduling_is_refused_as_decide_refuses_it(scheduling: Any, field: str,
                                                                said: str) -> None:

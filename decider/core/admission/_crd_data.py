@@ -8,6 +8,8 @@ is in. Added to it: KEP-1186's spec.activeDeadlineSeconds (*int64, Minimum=1) an
 status.startTime (*metav1.Time), as keps/1186-active-deadline-seconds/README.md @44b0f974 and
 #1320 define them, since no commit of upstream's CRD or types with them could be read.
 
+Overlaid: spec.scheduling from tools/crd/scheduling.yaml.
+
 NODES[i] is one schema node:
   ("object", ((property, node), ...), (required, ...), ((property, go_zero), ...),
    ((property, decoded_zero), ...))
@@ -541,55 +543,91 @@ NODES: tuple[tuple, ...] = (
     # 156
     ('array', 155),
     # 157
+    ('object', (), (), (), ()),
+    # 158
+    ('object', (('all', 157), ('single', 157)), (), (), ()),
+    # 159
+    ('object', (('key', 1),), ('key',), (('key', ''),), (('key', ''),)),
+    # 160
+    ('array', 159),
+    # 161
+    ('object', (('topology', 160),), (), (), ()),
+    # 162
+    ('object', (('minCount', 0),), (), (), ()),
+    # 163
+    ('object', (('basic', 157), ('gang', 162)), (), (), ()),
+    # 164
+    ('object',
+     (('disruptionMode', 158), ('resourceClaims', 95), ('schedulingConstraints', 161),
+      ('schedulingPolicy', 163)),
+     (), (), ()),
+    # 165
+    ('object', (('minGroupCount', 0),), (), (), ()),
+    # 166
+    ('object', (('basic', 157), ('gang', 165)), (), (), ()),
+    # 167
+    ('object',
+     (('disruptionMode', 158), ('job', 164), ('schedulingConstraints', 161),
+      ('schedulingPolicy', 166), ('targetReplicatedJobs', 3)),
+     ('targetReplicatedJobs',), (), ()),
+    # 168
+    ('array', 167),
+    # 169
+    ('object',
+     (('disruptionMode', 158), ('replicatedJobs', 168), ('schedulingConstraints', 161),
+      ('schedulingPolicy', 166)),
+     (), (), ()),
+    # 170
     ('object', (('startupPolicyOrder', 1),), ('startupPolicyOrder',),
      (('startupPolicyOrder', ''),), (('startupPolicyOrder', ''),)),
-    # 158
+    # 171
     ('object', (('operator', 1), ('targetReplicatedJobs', 3)), ('operator',), (('operator', ''),),
      (('operator', ''),)),
-    # 159
+    # 172
     ('object', (('whenDeleted', 1),), (), (), ()),
-    # 160
+    # 173
     ('object',
      (('lastProbeTime', 1), ('lastTransitionTime', 1), ('message', 1), ('reason', 1),
       ('status', 1), ('type', 1)),
      ('status', 'type'), (('status', ''), ('type', '')),
      (('message', ''), ('reason', ''), ('status', ''), ('type', ''))),
-    # 161
-    ('array', 160),
-    # 162
+    # 174
+    ('array', 173),
+    # 175
     ('object', (('status', 1), ('targetVolumeAttributesClassName', 1)), ('status',),
      (('status', ''),), (('status', ''), ('targetVolumeAttributesClassName', ''))),
-    # 163
+    # 176
     ('object',
      (('accessModes', 3), ('allocatedResourceStatuses', 11), ('allocatedResources', 66),
-      ('capacity', 66), ('conditions', 161), ('currentVolumeAttributesClassName', 1),
-      ('modifyVolumeStatus', 162), ('phase', 1)),
+      ('capacity', 66), ('conditions', 174), ('currentVolumeAttributesClassName', 1),
+      ('modifyVolumeStatus', 175), ('phase', 1)),
      (), (), (('phase', ''),)),
-    # 164
-    ('object', (('apiVersion', 1), ('kind', 1), ('metadata', 12), ('spec', 119), ('status', 163)),
+    # 177
+    ('object', (('apiVersion', 1), ('kind', 1), ('metadata', 12), ('spec', 119), ('status', 176)),
      (), (('metadata', {}), ('spec', {}), ('status', {})), (('apiVersion', ''), ('kind', ''))),
-    # 165
-    ('array', 164),
-    # 166
-    ('object', (('retentionPolicy', 159), ('templates', 165)), (), (), ()),
-    # 167
-    ('array', 166),
-    # 168
+    # 178
+    ('array', 177),
+    # 179
+    ('object', (('retentionPolicy', 172), ('templates', 178)), (), (), ()),
+    # 180
+    ('array', 179),
+    # 181
     ('object',
      (('activeDeadlineSeconds', 0), ('coordinator', 2), ('failurePolicy', 6), ('managedBy', 1),
-      ('network', 8), ('replicatedJobs', 156), ('startupPolicy', 157), ('successPolicy', 158),
-      ('suspend', 7), ('ttlSecondsAfterFinished', 0), ('volumeClaimPolicies', 167)),
+      ('network', 8), ('replicatedJobs', 156), ('scheduling', 169), ('startupPolicy', 170),
+      ('successPolicy', 171), ('suspend', 7), ('ttlSecondsAfterFinished', 0),
+      ('volumeClaimPolicies', 180)),
      (), (), ()),
-    # 169
+    # 182
     ('object',
      (('lastTransitionTime', 1), ('message', 1), ('observedGeneration', 0), ('reason', 1),
       ('status', 1), ('type', 1)),
      ('lastTransitionTime', 'message', 'reason', 'status', 'type'),
      (('message', ''), ('reason', ''), ('status', ''), ('type', '')),
      (('message', ''), ('observedGeneration', 0), ('reason', ''), ('status', ''), ('type', ''))),
-    # 170
-    ('array', 169),
-    # 171
+    # 183
+    ('array', 182),
+    # 184
     ('object',
      (('active', 0), ('failed', 0), ('jobRestarts', 13), ('jobRestartsCountTowardsMax', 13),
       ('name', 1), ('ready', 0), ('succeeded', 0), ('suspended', 0)),
@@ -598,20 +636,20 @@ NODES: tuple[tuple, ...] = (
       ('suspended', 0)),
      (('active', 0), ('failed', 0), ('name', ''), ('ready', 0), ('succeeded', 0),
       ('suspended', 0))),
-    # 172
-    ('array', 171),
-    # 173
+    # 185
+    ('array', 184),
+    # 186
     ('object',
-     (('conditions', 170), ('currentInPlaceRestartAttempt', 0), ('executionAttempts', 0),
-      ('previousInPlaceRestartAttempt', 0), ('replicatedJobsStatus', 172), ('restarts', 0),
+     (('conditions', 183), ('currentInPlaceRestartAttempt', 0), ('executionAttempts', 0),
+      ('previousInPlaceRestartAttempt', 0), ('replicatedJobsStatus', 185), ('restarts', 0),
       ('restartsCountTowardsMax', 0), ('startTime', 1), ('terminalState', 1)),
      (), (('restarts', 0),),
      (('restarts', 0), ('restartsCountTowardsMax', 0), ('terminalState', ''))),
 )
 # fmt: on
 
-SPEC = 168
-STATUS = 173
+SPEC = 181
+STATUS = 186
 # The CRD's pattern for a resource quantity given as a string.
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?((["

@@ -88,10 +88,8 @@ _OBJECT_META_NODE = Node("object", {
         "manager": _STRING, "operation": _STRING, "apiVersion": _STRING, "time": _STRING,
         "fieldsType": _STRING, "fieldsV1": _ANY, "subresource": _STRING})),
 })
-# spec.scheduling (upstream's gang scheduling, jobset PR #1250) is newer than the upstream CRD
-# this schema is generated from; this project's CRD keeps it (x-kubernetes-preserve-unknown-
-# fields), so strict decoding knows it, and the gang rules judge it (create.validate_create).
-SPEC.props.setdefault("scheduling", _ANY)
+# spec.scheduling is in the generated data (tools/crd/scheduling.yaml, upstream's newest
+# API): strict decoding knows its fields and reports a superseded spelling as unknown.
 ROOT = Node("object", {"apiVersion": _STRING, "kind": _STRING, "metadata": _OBJECT_META_NODE,
                        "spec": SPEC, "status": STATUS})
 
