@@ -27,9 +27,10 @@ The Go files are read with regular expressions: Kubernetes API types are written
 style (one field per line, a json tag on each), which is all this needs.
 
 Fields newer than the CRD the data is generated from are added with ``--overlay
-spec.scheduling=tools/crd/scheduling.yaml``: a schema written for this project (``$ref`` names
-one of its ``definitions``), walked without Go types; its ``x-decider-go-zero`` and
-``x-decider-go-value`` say what Go would write and decode for a property the request leaves out.
+spec.scheduling=tools/crd/scheduling.yaml`` (and ``spec.replicatedJobs[].template.spec.scheduling
+=tools/crd/job-scheduling.yaml``): a schema written for this project (``$ref`` names one of its
+``definitions``), walked without Go types; its ``x-decider-go-zero`` and ``x-decider-go-value``
+say what Go would write and decode for a property the request leaves out.
 """
 
 from __future__ import annotations
@@ -300,7 +301,8 @@ def main() -> None:
     ap.add_argument("--note", default="",
                     help="a paragraph on inputs beyond that commit (fields added from a KEP)")
     ap.add_argument("--overlay", action="append", default=[],
-                    help="spec.FIELD=schema.yaml: a field newer than the CRD")
+                    help="PATH=schema.yaml: a field newer than the CRD, PATH dotted from "
+                    "the root (spec.scheduling, spec.replicatedJobs[].template.spec.scheduling)")
     args = ap.parse_args()
     types = GoTypes()
     for item in args.go:
@@ -313,10 +315,13 @@ def main() -> None:
     schema = version["schema"]["openAPIV3Schema"]
     for item in args.overlay:
         where, _, path = item.partition("=")
-        parent, _, name = where.rpartition(".")
-        if parent != "spec":
-            raise SystemExit(f"--overlay {where}: only spec fields are supported")
-        schema["properties"]["spec"]["properties"][name] = load_overlay(path)
+        node = schema
+        *steps, name = where.split(".")
+        for step in steps:  # "replicatedJobs[]" steps into a list's items
+            node = node["properties"][step.removesuffix("[]")]
+            if step.endswith("[]"):
+                node = node["items"]
+        node["properties"][name] = load_overlay(path)
     b = Builder(types)
     # The root's metadata is the API server's own ObjectMeta, checked apart (crd.py).
     root = dict(schema)

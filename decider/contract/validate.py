@@ -39,7 +39,7 @@ def validate_response(req: pb.ValidateRequest,
         pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json", lim)
                 for i, o in enumerate(req.objects)
                 if o.kind == "PersistentVolumeClaim" and o.object_json}
-        result = admission.default_jobset(obj)
+        result = admission.default_jobset(obj, gates)
         errors = admission.validate_create(result, gates, pvcs)
     # A JobSet the decider would refuse to decide is refused at admission, where its author
     # sees why, rather than left to fail every reconcile.

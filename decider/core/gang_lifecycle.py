@@ -31,7 +31,7 @@ from typing import Any
 from decider.core import constants as c
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, jobset_gang
-from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
+from decider.core.gang.jobset_facts import GANG_POLICY_ANNOTATION
 from decider.core.model import Action, Event
 from decider.core.plain_json import is_plain
 from decider.core.state import PassState, merge_patch

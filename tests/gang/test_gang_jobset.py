@@ -37,19 +37,11 @@ DRIVER, WORKERS = rjob("driver", 1, 1), rjob("workers", 3, 2, completions=1)
             {WL: 7},
             id="kep969/top-level-sum-of-parallelism-x-replicas",
         ),
-        pytest.param(
-            jobset(DRIVER, WORKERS, scheduling={"schedulingPolicy": {"gang": {"minCount": 5}}}),
-            {WL: 5},
-            id="kep969/top-level-explicit-minCount",
-        ),
         pytest.param(jobset(DRIVER, WORKERS, mode="JobSetAsGang"), {WL: 7}, id="seed/JobSetAsGang"),
         pytest.param(
             jobset(DRIVER, WORKERS, scheduling={"schedulingPolicy": {"basic": {}}}),
-            {
-                n.jobset_rjob_template(NS, JS, "driver"): None,
-                n.jobset_rjob_template(NS, JS, "workers"): None,
-            },
-            id="kep969-MISMATCH/top-level-basic-goes-per-rjob",
+            {WL: None},
+            id="kep969@4f0cbded/top-level-basic-is-one-basic-podgroup",
         ),
         pytest.param(
             jobset(DRIVER, WORKERS, mode="JobSetGangPerReplicatedJob"),
@@ -60,12 +52,13 @@ DRIVER, WORKERS = rjob("driver", 1, 1), rjob("workers", 3, 2, completions=1)
             id="seed/JobSetGangPerReplicatedJob",
         ),
         pytest.param(
-            jobset(DRIVER, WORKERS, scheduling={}, in_order=True),
+            jobset(DRIVER, WORKERS, in_order=True, scheduling={"replicatedJobs": [
+                {"targetReplicatedJobs": ["driver"]}, {"targetReplicatedJobs": ["workers"]}]}),
             {
-                n.jobset_rjob_template(NS, JS, "driver"): 1,
-                n.jobset_rjob_template(NS, JS, "workers"): 6,
+                n.jobset_group_template(NS, JS, ["driver"]): 1,
+                n.jobset_group_template(NS, JS, ["workers"]): 6,
             },
-            id="kep969/inorder-startup-per-rjob-gangs",
+            id="kep969@4f0cbded/inorder-startup-needs-per-rjob-entries",
         ),
         pytest.param(
             jobset(DRIVER, rjob("workers", 3, 2, depends_on="driver"), mode="JobSetAsGang"),
@@ -298,12 +291,12 @@ def test_workload_template_mode_renders_user_groups(api: str) -> None:
                 scheduling={"schedulingPolicy": {"gang": {"minCount": 2}}},
             ),
             "spec.scheduling.schedulingPolicy.gang.minCount",
-            id="kep969/sequenced-with-explicit-minCount",
+            id="superseded/sequenced-with-explicit-minCount-is-an-unknown-field",
         ),
         pytest.param(
             jobset(DRIVER, WORKERS, scheduling={"schedulingPolicy": {"gang": {"minCount": 8}}}),
             "spec.scheduling.schedulingPolicy.gang.minCount",
-            id="kep969/minCount-exceeds-pods",
+            id="superseded/top-level-minCount-is-an-unknown-field",
         ),
         pytest.param(
             jobset(DRIVER, rjob("workers", 3, 2, priority="high"), scheduling={}),
@@ -328,16 +321,19 @@ def test_workload_template_mode_renders_user_groups(api: str) -> None:
                 rjob("w", 9),
                 scheduling={"replicatedJobs": [{"targetReplicatedJobs": ["w"], "job": {}}]},
             ),
-            "spec.scheduling.replicatedJobs",
-            id="kep969/at-most-8-templates",
+            "spec.scheduling",
+            id="TestSchedulingRejectsTooManyPodGroupTemplates/over-the-limit",
         ),
     ],
 )
 def test_validation_rules(js: dict, field: str) -> None:
-    errors = validate_jobset_scheduling(js)
-    assert field in [e.field for e in errors], errors
-    with pytest.raises(InvalidInput):
+    """PlanGang refuses what admission refuses: the annotations' rules (also said by
+    validate_jobset_scheduling) and spec.scheduling's CRD and webhook rules."""
+    with pytest.raises(InvalidInput) as err:
         plan_gang(js)
+    assert field in [e.field for e in err.value.errors], err.value.errors
+    if js["spec"].get("scheduling") is None or js["metadata"].get("annotations"):
+        assert field in [e.field for e in validate_jobset_scheduling(js)]
 
 
 def test_valid_configurations_have_no_errors() -> None:
@@ -418,11 +414,15 @@ def test_min_count_drift_updates_in_place_other_drift_recreates() -> None:
     plan = jobset_gang(grown, existing=existing)
     assert [u["kind"] for u in plan.updates] == ["Workload", "PodGroup"]
     assert plan.updates[1]["patch"] == {"spec": {"schedulingPolicy": {"gang": {"minCount": 6}}}}
+    # TestReconcileSchedulingObjectsDeletesOwnedStalePodGroup: a policy changed while suspended
+    basic = jobset(rjob("w", 2, 2), scheduling={"schedulingPolicy": {"basic": {}}})
+    plan = jobset_gang(basic, existing=existing)
+    assert plan.objects == [] and [d["kind"] for d in plan.deletes] == ["PodGroup", "Workload"]
+    # podGroupTemplatesEqualIgnoringMinCount: constraints the server dropped are not drift
     topo = jobset(
         rjob("w", 2, 2), scheduling={"schedulingConstraints": {"topology": [{"key": "z"}]}}
     )
-    plan = jobset_gang(topo, existing=existing)
-    assert plan.objects == [] and [d["kind"] for d in plan.deletes] == ["PodGroup", "Workload"]
+    assert jobset_gang(topo, existing=existing).deletes == []
 
 
 def test_server_defaults_are_not_drift() -> None:

@@ -10,6 +10,8 @@ status.startTime (*metav1.Time), as keps/1186-active-deadline-seconds/README.md 
 
 Overlaid: spec.scheduling from tools/crd/scheduling.yaml.
 
+Overlaid: spec.replicatedJobs[].template.spec.scheduling from tools/crd/job-scheduling.yaml.
+
 NODES[i] is one schema node:
   ("object", ((property, node), ...), (required, ...), ((property, go_zero), ...),
    ((property, decoded_zero), ...))
@@ -75,506 +77,506 @@ NODES: tuple[tuple, ...] = (
     # 19
     ('object', (('rules', 18),), ('rules',), (), ()),
     # 20
+    ('object', (), (), (), ()),
+    # 21
+    ('object', (('all', 20), ('single', 20)), (), (), ()),
+    # 22
+    ('object', (('name', 1), ('resourceClaimName', 1), ('resourceClaimTemplateName', 1)),
+     ('name',), (('name', ''),), (('name', ''),)),
+    # 23
+    ('array', 22),
+    # 24
+    ('object', (('key', 1),), ('key',), (('key', ''),), (('key', ''),)),
+    # 25
+    ('array', 24),
+    # 26
+    ('object', (('topology', 25),), (), (), ()),
+    # 27
+    ('object', (('minCount', 0),), (), (), ()),
+    # 28
+    ('object', (('basic', 20), ('gang', 27)), (), (), ()),
+    # 29
+    ('object',
+     (('disruptionMode', 21), ('resourceClaims', 23), ('schedulingConstraints', 26),
+      ('schedulingPolicy', 28)),
+     (), (), ()),
+    # 30
     ('object', (('key', 1), ('operator', 1), ('values', 3)), ('key', 'operator'),
      (('key', ''), ('operator', '')), (('key', ''), ('operator', ''))),
-    # 21
-    ('array', 20),
-    # 22
-    ('object', (('matchExpressions', 21), ('matchLabels', 11)), (), (), ()),
-    # 23
-    ('object', (('succeededCount', 0), ('succeededIndexes', 1)), (), (), ()),
-    # 24
-    ('array', 23),
-    # 25
-    ('object', (('rules', 24),), ('rules',), (), ()),
-    # 26
-    ('object', (('matchExpressions', 21), ('matchFields', 21)), (), (), ()),
-    # 27
-    ('object', (('preference', 26), ('weight', 0)), ('preference', 'weight'),
-     (('preference', {}), ('weight', 0)), (('weight', 0),)),
-    # 28
-    ('array', 27),
-    # 29
-    ('array', 26),
-    # 30
-    ('object', (('nodeSelectorTerms', 29),), ('nodeSelectorTerms',), (), ()),
     # 31
-    ('object',
-     (('preferredDuringSchedulingIgnoredDuringExecution', 28),
-      ('requiredDuringSchedulingIgnoredDuringExecution', 30)),
-     (), (), ()),
+    ('array', 30),
     # 32
-    ('object',
-     (('labelSelector', 22), ('matchLabelKeys', 3), ('mismatchLabelKeys', 3),
-      ('namespaceSelector', 22), ('namespaces', 3), ('topologyKey', 1)),
-     ('topologyKey',), (('topologyKey', ''),), (('topologyKey', ''),)),
+    ('object', (('matchExpressions', 31), ('matchLabels', 11)), (), (), ()),
     # 33
-    ('object', (('podAffinityTerm', 32), ('weight', 0)), ('podAffinityTerm', 'weight'),
-     (('podAffinityTerm', {}), ('weight', 0)), (('weight', 0),)),
+    ('object', (('succeededCount', 0), ('succeededIndexes', 1)), (), (), ()),
     # 34
     ('array', 33),
     # 35
-    ('array', 32),
+    ('object', (('rules', 34),), ('rules',), (), ()),
     # 36
-    ('object',
-     (('preferredDuringSchedulingIgnoredDuringExecution', 34),
-      ('requiredDuringSchedulingIgnoredDuringExecution', 35)),
-     (), (), ()),
+    ('object', (('matchExpressions', 31), ('matchFields', 31)), (), (), ()),
     # 37
-    ('object', (('nodeAffinity', 31), ('podAffinity', 36), ('podAntiAffinity', 36)), (), (), ()),
+    ('object', (('preference', 36), ('weight', 0)), ('preference', 'weight'),
+     (('preference', {}), ('weight', 0)), (('weight', 0),)),
     # 38
+    ('array', 37),
+    # 39
+    ('array', 36),
+    # 40
+    ('object', (('nodeSelectorTerms', 39),), ('nodeSelectorTerms',), (), ()),
+    # 41
+    ('object',
+     (('preferredDuringSchedulingIgnoredDuringExecution', 38),
+      ('requiredDuringSchedulingIgnoredDuringExecution', 40)),
+     (), (), ()),
+    # 42
+    ('object',
+     (('labelSelector', 32), ('matchLabelKeys', 3), ('mismatchLabelKeys', 3),
+      ('namespaceSelector', 32), ('namespaces', 3), ('topologyKey', 1)),
+     ('topologyKey',), (('topologyKey', ''),), (('topologyKey', ''),)),
+    # 43
+    ('object', (('podAffinityTerm', 42), ('weight', 0)), ('podAffinityTerm', 'weight'),
+     (('podAffinityTerm', {}), ('weight', 0)), (('weight', 0),)),
+    # 44
+    ('array', 43),
+    # 45
+    ('array', 42),
+    # 46
+    ('object',
+     (('preferredDuringSchedulingIgnoredDuringExecution', 44),
+      ('requiredDuringSchedulingIgnoredDuringExecution', 45)),
+     (), (), ()),
+    # 47
+    ('object', (('nodeAffinity', 41), ('podAffinity', 46), ('podAntiAffinity', 46)), (), (), ()),
+    # 48
     ('object', (('key', 1), ('name', 1), ('optional', 7)), ('key',), (('key', ''),),
      (('key', ''), ('name', ''))),
-    # 39
+    # 49
     ('object', (('apiVersion', 1), ('fieldPath', 1)), ('fieldPath',), (('fieldPath', ''),),
      (('apiVersion', ''), ('fieldPath', ''))),
-    # 40
+    # 50
     ('object', (('key', 1), ('optional', 7), ('path', 1), ('volumeName', 1)),
      ('key', 'path', 'volumeName'), (('key', ''), ('path', ''), ('volumeName', '')),
      (('key', ''), ('path', ''), ('volumeName', ''))),
-    # 41
+    # 51
     ('quantity',),
-    # 42
-    ('object', (('containerName', 1), ('divisor', 41), ('resource', 1)), ('resource',),
+    # 52
+    ('object', (('containerName', 1), ('divisor', 51), ('resource', 1)), ('resource',),
      (('divisor', '0'), ('resource', '')), (('containerName', ''), ('resource', ''))),
-    # 43
+    # 53
     ('object',
-     (('configMapKeyRef', 38), ('fieldRef', 39), ('fileKeyRef', 40), ('resourceFieldRef', 42),
-      ('secretKeyRef', 38)),
+     (('configMapKeyRef', 48), ('fieldRef', 49), ('fileKeyRef', 50), ('resourceFieldRef', 52),
+      ('secretKeyRef', 48)),
      (), (), ()),
-    # 44
-    ('object', (('name', 1), ('value', 1), ('valueFrom', 43)), ('name',), (('name', ''),),
+    # 54
+    ('object', (('name', 1), ('value', 1), ('valueFrom', 53)), ('name',), (('name', ''),),
      (('name', ''), ('value', ''))),
-    # 45
-    ('array', 44),
-    # 46
+    # 55
+    ('array', 54),
+    # 56
     ('object', (('name', 1), ('optional', 7)), (), (), (('name', ''),)),
-    # 47
-    ('object', (('configMapRef', 46), ('prefix', 1), ('secretRef', 46)), (), (), (('prefix', ''),)),
-    # 48
-    ('array', 47),
-    # 49
+    # 57
+    ('object', (('configMapRef', 56), ('prefix', 1), ('secretRef', 56)), (), (), (('prefix', ''),)),
+    # 58
+    ('array', 57),
+    # 59
     ('object', (('command', 3),), (), (), ()),
-    # 50
+    # 60
     ('object', (('name', 1), ('value', 1)), ('name', 'value'), (('name', ''), ('value', '')),
      (('name', ''), ('value', ''))),
-    # 51
-    ('array', 50),
-    # 52
+    # 61
+    ('array', 60),
+    # 62
     ('int-or-string',),
-    # 53
-    ('object', (('host', 1), ('httpHeaders', 51), ('path', 1), ('port', 52), ('scheme', 1)),
+    # 63
+    ('object', (('host', 1), ('httpHeaders', 61), ('path', 1), ('port', 62), ('scheme', 1)),
      ('port',), (('port', 0),), (('host', ''), ('path', ''), ('scheme', ''))),
-    # 54
+    # 64
     ('object', (('seconds', 0),), ('seconds',), (('seconds', 0),), (('seconds', 0),)),
-    # 55
-    ('object', (('host', 1), ('port', 52)), ('port',), (('port', 0),), (('host', ''),)),
-    # 56
-    ('object', (('exec', 49), ('httpGet', 53), ('sleep', 54), ('tcpSocket', 55)), (), (), ()),
-    # 57
-    ('object', (('postStart', 56), ('preStop', 56), ('stopSignal', 1)), (), (), ()),
-    # 58
+    # 65
+    ('object', (('host', 1), ('port', 62)), ('port',), (('port', 0),), (('host', ''),)),
+    # 66
+    ('object', (('exec', 59), ('httpGet', 63), ('sleep', 64), ('tcpSocket', 65)), (), (), ()),
+    # 67
+    ('object', (('postStart', 66), ('preStop', 66), ('stopSignal', 1)), (), (), ()),
+    # 68
     ('object', (('port', 0), ('service', 1)), ('port',), (('port', 0),), (('port', 0),)),
-    # 59
+    # 69
     ('object',
-     (('exec', 49), ('failureThreshold', 0), ('grpc', 58), ('httpGet', 53),
-      ('initialDelaySeconds', 0), ('periodSeconds', 0), ('successThreshold', 0), ('tcpSocket', 55),
+     (('exec', 59), ('failureThreshold', 0), ('grpc', 68), ('httpGet', 63),
+      ('initialDelaySeconds', 0), ('periodSeconds', 0), ('successThreshold', 0), ('tcpSocket', 65),
       ('terminationGracePeriodSeconds', 0), ('timeoutSeconds', 0)),
      (), (),
      (('failureThreshold', 0), ('initialDelaySeconds', 0), ('periodSeconds', 0),
       ('successThreshold', 0), ('timeoutSeconds', 0))),
-    # 60
+    # 70
     ('object',
      (('containerPort', 0), ('hostIP', 1), ('hostPort', 0), ('name', 1), ('protocol', 1)),
      ('containerPort',), (('containerPort', 0),),
      (('containerPort', 0), ('hostIP', ''), ('hostPort', 0), ('name', ''), ('protocol', ''))),
-    # 61
-    ('array', 60),
-    # 62
+    # 71
+    ('array', 70),
+    # 72
     ('object', (('resourceName', 1), ('restartPolicy', 1)), ('resourceName', 'restartPolicy'),
      (('resourceName', ''), ('restartPolicy', '')), (('resourceName', ''), ('restartPolicy', ''))),
-    # 63
-    ('array', 62),
-    # 64
+    # 73
+    ('array', 72),
+    # 74
     ('object', (('name', 1), ('request', 1)), ('name',), (('name', ''),),
      (('name', ''), ('request', ''))),
-    # 65
-    ('array', 64),
-    # 66
-    ('map', 41),
-    # 67
-    ('object', (('claims', 65), ('limits', 66), ('requests', 66)), (), (), ()),
-    # 68
+    # 75
+    ('array', 74),
+    # 76
+    ('map', 51),
+    # 77
+    ('object', (('claims', 75), ('limits', 76), ('requests', 76)), (), (), ()),
+    # 78
     ('object', (('operator', 1), ('values', 13)), ('operator',), (), (('operator', ''),)),
-    # 69
-    ('object', (('action', 1), ('exitCodes', 68)), ('action',), (), (('action', ''),)),
-    # 70
-    ('array', 69),
-    # 71
+    # 79
+    ('object', (('action', 1), ('exitCodes', 78)), ('action',), (), (('action', ''),)),
+    # 80
+    ('array', 79),
+    # 81
     ('object', (('localhostProfile', 1), ('type', 1)), ('type',), (('type', ''),), (('type', ''),)),
-    # 72
+    # 82
     ('object', (('add', 3), ('drop', 3)), (), (), ()),
-    # 73
+    # 83
     ('object', (('level', 1), ('role', 1), ('type', 1), ('user', 1)), (), (),
      (('level', ''), ('role', ''), ('type', ''), ('user', ''))),
-    # 74
+    # 84
     ('object',
      (('gmsaCredentialSpec', 1), ('gmsaCredentialSpecName', 1), ('hostProcess', 7),
       ('runAsUserName', 1)),
      (), (), ()),
-    # 75
+    # 85
     ('object',
-     (('allowPrivilegeEscalation', 7), ('appArmorProfile', 71), ('capabilities', 72),
+     (('allowPrivilegeEscalation', 7), ('appArmorProfile', 81), ('capabilities', 82),
       ('privileged', 7), ('procMount', 1), ('readOnlyRootFilesystem', 7), ('runAsGroup', 0),
-      ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxOptions', 73), ('seccompProfile', 71),
-      ('windowsOptions', 74)),
+      ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxOptions', 83), ('seccompProfile', 81),
+      ('windowsOptions', 84)),
      (), (), ()),
-    # 76
+    # 86
     ('object', (('devicePath', 1), ('name', 1)), ('devicePath', 'name'),
      (('devicePath', ''), ('name', '')), (('devicePath', ''), ('name', ''))),
-    # 77
-    ('array', 76),
-    # 78
+    # 87
+    ('array', 86),
+    # 88
     ('object',
      (('mountPath', 1), ('mountPropagation', 1), ('name', 1), ('readOnly', 7),
       ('recursiveReadOnly', 1), ('subPath', 1), ('subPathExpr', 1)),
      ('mountPath', 'name'), (('mountPath', ''), ('name', '')),
      (('mountPath', ''), ('name', ''), ('readOnly', False), ('subPath', ''), ('subPathExpr', ''))),
-    # 79
-    ('array', 78),
-    # 80
+    # 89
+    ('array', 88),
+    # 90
     ('object',
-     (('args', 3), ('command', 3), ('env', 45), ('envFrom', 48), ('image', 1),
-      ('imagePullPolicy', 1), ('lifecycle', 57), ('livenessProbe', 59), ('name', 1), ('ports', 61),
-      ('readinessProbe', 59), ('resizePolicy', 63), ('resources', 67), ('restartPolicy', 1),
-      ('restartPolicyRules', 70), ('securityContext', 75), ('startupProbe', 59), ('stdin', 7),
+     (('args', 3), ('command', 3), ('env', 55), ('envFrom', 58), ('image', 1),
+      ('imagePullPolicy', 1), ('lifecycle', 67), ('livenessProbe', 69), ('name', 1), ('ports', 71),
+      ('readinessProbe', 69), ('resizePolicy', 73), ('resources', 77), ('restartPolicy', 1),
+      ('restartPolicyRules', 80), ('securityContext', 85), ('startupProbe', 69), ('stdin', 7),
       ('stdinOnce', 7), ('terminationMessagePath', 1), ('terminationMessagePolicy', 1), ('tty', 7),
-      ('volumeDevices', 77), ('volumeMounts', 79), ('workingDir', 1)),
+      ('volumeDevices', 87), ('volumeMounts', 89), ('workingDir', 1)),
      ('name',), (('name', ''), ('resources', {})),
      (('image', ''), ('imagePullPolicy', ''), ('name', ''), ('stdin', False), ('stdinOnce', False),
       ('terminationMessagePath', ''), ('terminationMessagePolicy', ''), ('tty', False),
       ('workingDir', ''))),
-    # 81
-    ('array', 80),
-    # 82
+    # 91
+    ('array', 90),
+    # 92
     ('object', (('name', 1), ('value', 1)), (), (), (('name', ''),)),
-    # 83
-    ('array', 82),
-    # 84
-    ('object', (('nameservers', 3), ('options', 83), ('searches', 3)), (), (), ()),
-    # 85
+    # 93
+    ('array', 92),
+    # 94
+    ('object', (('nameservers', 3), ('options', 93), ('searches', 3)), (), (), ()),
+    # 95
     ('object',
-     (('args', 3), ('command', 3), ('env', 45), ('envFrom', 48), ('image', 1),
-      ('imagePullPolicy', 1), ('lifecycle', 57), ('livenessProbe', 59), ('name', 1), ('ports', 61),
-      ('readinessProbe', 59), ('resizePolicy', 63), ('resources', 67), ('restartPolicy', 1),
-      ('restartPolicyRules', 70), ('securityContext', 75), ('startupProbe', 59), ('stdin', 7),
+     (('args', 3), ('command', 3), ('env', 55), ('envFrom', 58), ('image', 1),
+      ('imagePullPolicy', 1), ('lifecycle', 67), ('livenessProbe', 69), ('name', 1), ('ports', 71),
+      ('readinessProbe', 69), ('resizePolicy', 73), ('resources', 77), ('restartPolicy', 1),
+      ('restartPolicyRules', 80), ('securityContext', 85), ('startupProbe', 69), ('stdin', 7),
       ('stdinOnce', 7), ('targetContainerName', 1), ('terminationMessagePath', 1),
-      ('terminationMessagePolicy', 1), ('tty', 7), ('volumeDevices', 77), ('volumeMounts', 79),
+      ('terminationMessagePolicy', 1), ('tty', 7), ('volumeDevices', 87), ('volumeMounts', 89),
       ('workingDir', 1)),
      ('name',), (('name', ''), ('resources', {})),
      (('image', ''), ('imagePullPolicy', ''), ('name', ''), ('stdin', False), ('stdinOnce', False),
       ('targetContainerName', ''), ('terminationMessagePath', ''),
       ('terminationMessagePolicy', ''), ('tty', False), ('workingDir', ''))),
-    # 86
-    ('array', 85),
-    # 87
-    ('object', (('hostnames', 3), ('ip', 1)), ('ip',), (('ip', ''),), (('ip', ''),)),
-    # 88
-    ('array', 87),
-    # 89
-    ('object', (('name', 1),), (), (), (('name', ''),)),
-    # 90
-    ('array', 89),
-    # 91
-    ('object', (('name', 1),), ('name',), (('name', ''),), (('name', ''),)),
-    # 92
-    ('object', (('conditionType', 1),), ('conditionType',), (('conditionType', ''),),
-     (('conditionType', ''),)),
-    # 93
-    ('array', 92),
-    # 94
-    ('object', (('name', 1), ('resourceClaimName', 1), ('resourceClaimTemplateName', 1)),
-     ('name',), (('name', ''),), (('name', ''),)),
-    # 95
-    ('array', 94),
     # 96
-    ('array', 91),
+    ('array', 95),
     # 97
-    ('object', (('podGroupName', 1),), (), (), ()),
+    ('object', (('hostnames', 3), ('ip', 1)), ('ip',), (('ip', ''),), (('ip', ''),)),
     # 98
-    ('object',
-     (('appArmorProfile', 71), ('fsGroup', 0), ('fsGroupChangePolicy', 1), ('runAsGroup', 0),
-      ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxChangePolicy', 1), ('seLinuxOptions', 73),
-      ('seccompProfile', 71), ('supplementalGroups', 13), ('supplementalGroupsPolicy', 1),
-      ('sysctls', 51), ('windowsOptions', 74)),
-     (), (), ()),
+    ('array', 97),
     # 99
-    ('object',
-     (('effect', 1), ('key', 1), ('operator', 1), ('tolerationSeconds', 0), ('value', 1)), (), (),
-     (('effect', ''), ('key', ''), ('operator', ''), ('value', ''))),
+    ('object', (('name', 1),), (), (), (('name', ''),)),
     # 100
     ('array', 99),
     # 101
+    ('object', (('name', 1),), ('name',), (('name', ''),), (('name', ''),)),
+    # 102
+    ('object', (('conditionType', 1),), ('conditionType',), (('conditionType', ''),),
+     (('conditionType', ''),)),
+    # 103
+    ('array', 102),
+    # 104
+    ('array', 101),
+    # 105
+    ('object', (('podGroupName', 1),), (), (), ()),
+    # 106
     ('object',
-     (('labelSelector', 22), ('matchLabelKeys', 3), ('maxSkew', 0), ('minDomains', 0),
+     (('appArmorProfile', 81), ('fsGroup', 0), ('fsGroupChangePolicy', 1), ('runAsGroup', 0),
+      ('runAsNonRoot', 7), ('runAsUser', 0), ('seLinuxChangePolicy', 1), ('seLinuxOptions', 83),
+      ('seccompProfile', 81), ('supplementalGroups', 13), ('supplementalGroupsPolicy', 1),
+      ('sysctls', 61), ('windowsOptions', 84)),
+     (), (), ()),
+    # 107
+    ('object',
+     (('effect', 1), ('key', 1), ('operator', 1), ('tolerationSeconds', 0), ('value', 1)), (), (),
+     (('effect', ''), ('key', ''), ('operator', ''), ('value', ''))),
+    # 108
+    ('array', 107),
+    # 109
+    ('object',
+     (('labelSelector', 32), ('matchLabelKeys', 3), ('maxSkew', 0), ('minDomains', 0),
       ('nodeAffinityPolicy', 1), ('nodeTaintsPolicy', 1), ('topologyKey', 1),
       ('whenUnsatisfiable', 1)),
      ('maxSkew', 'topologyKey', 'whenUnsatisfiable'),
      (('maxSkew', 0), ('topologyKey', ''), ('whenUnsatisfiable', '')),
      (('maxSkew', 0), ('topologyKey', ''), ('whenUnsatisfiable', ''))),
-    # 102
-    ('array', 101),
-    # 103
+    # 110
+    ('array', 109),
+    # 111
     ('object', (('fsType', 1), ('partition', 0), ('readOnly', 7), ('volumeID', 1)), ('volumeID',),
      (('volumeID', ''),),
      (('fsType', ''), ('partition', 0), ('readOnly', False), ('volumeID', ''))),
-    # 104
+    # 112
     ('object',
      (('cachingMode', 1), ('diskName', 1), ('diskURI', 1), ('fsType', 1), ('kind', 1),
       ('readOnly', 7)),
      ('diskName', 'diskURI'), (('diskName', ''), ('diskURI', '')),
      (('diskName', ''), ('diskURI', ''))),
-    # 105
+    # 113
     ('object', (('readOnly', 7), ('secretName', 1), ('shareName', 1)), ('secretName', 'shareName'),
      (('secretName', ''), ('shareName', '')),
      (('readOnly', False), ('secretName', ''), ('shareName', ''))),
-    # 106
+    # 114
     ('object',
-     (('monitors', 3), ('path', 1), ('readOnly', 7), ('secretFile', 1), ('secretRef', 89),
+     (('monitors', 3), ('path', 1), ('readOnly', 7), ('secretFile', 1), ('secretRef', 99),
       ('user', 1)),
      ('monitors',), (), (('path', ''), ('readOnly', False), ('secretFile', ''), ('user', ''))),
-    # 107
-    ('object', (('fsType', 1), ('readOnly', 7), ('secretRef', 89), ('volumeID', 1)), ('volumeID',),
+    # 115
+    ('object', (('fsType', 1), ('readOnly', 7), ('secretRef', 99), ('volumeID', 1)), ('volumeID',),
      (('volumeID', ''),), (('fsType', ''), ('readOnly', False), ('volumeID', ''))),
-    # 108
+    # 116
     ('object', (('key', 1), ('mode', 0), ('path', 1)), ('key', 'path'),
      (('key', ''), ('path', '')), (('key', ''), ('path', ''))),
-    # 109
-    ('array', 108),
-    # 110
-    ('object', (('defaultMode', 0), ('items', 109), ('name', 1), ('optional', 7)), (), (),
-     (('name', ''),)),
-    # 111
-    ('object',
-     (('driver', 1), ('fsType', 1), ('nodePublishSecretRef', 89), ('readOnly', 7),
-      ('volumeAttributes', 11)),
-     ('driver',), (('driver', ''),), (('driver', ''),)),
-    # 112
-    ('object', (('fieldRef', 39), ('mode', 0), ('path', 1), ('resourceFieldRef', 42)), ('path',),
-     (('path', ''),), (('path', ''),)),
-    # 113
-    ('array', 112),
-    # 114
-    ('object', (('defaultMode', 0), ('items', 113)), (), (), ()),
-    # 115
-    ('object', (('medium', 1), ('sizeLimit', 41)), (), (), (('medium', ''),)),
-    # 116
-    ('object', (('apiGroup', 1), ('kind', 1), ('name', 1)), ('kind', 'name'),
-     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
     # 117
-    ('object', (('apiGroup', 1), ('kind', 1), ('name', 1), ('namespace', 1)), ('kind', 'name'),
-     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
+    ('array', 116),
     # 118
-    ('object', (('limits', 66), ('requests', 66)), (), (), ()),
+    ('object', (('defaultMode', 0), ('items', 117), ('name', 1), ('optional', 7)), (), (),
+     (('name', ''),)),
     # 119
     ('object',
-     (('accessModes', 3), ('dataSource', 116), ('dataSourceRef', 117), ('resources', 118),
-      ('selector', 22), ('storageClassName', 1), ('volumeAttributesClassName', 1),
+     (('driver', 1), ('fsType', 1), ('nodePublishSecretRef', 99), ('readOnly', 7),
+      ('volumeAttributes', 11)),
+     ('driver',), (('driver', ''),), (('driver', ''),)),
+    # 120
+    ('object', (('fieldRef', 49), ('mode', 0), ('path', 1), ('resourceFieldRef', 52)), ('path',),
+     (('path', ''),), (('path', ''),)),
+    # 121
+    ('array', 120),
+    # 122
+    ('object', (('defaultMode', 0), ('items', 121)), (), (), ()),
+    # 123
+    ('object', (('medium', 1), ('sizeLimit', 51)), (), (), (('medium', ''),)),
+    # 124
+    ('object', (('apiGroup', 1), ('kind', 1), ('name', 1)), ('kind', 'name'),
+     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
+    # 125
+    ('object', (('apiGroup', 1), ('kind', 1), ('name', 1), ('namespace', 1)), ('kind', 'name'),
+     (('kind', ''), ('name', '')), (('kind', ''), ('name', ''))),
+    # 126
+    ('object', (('limits', 76), ('requests', 76)), (), (), ()),
+    # 127
+    ('object',
+     (('accessModes', 3), ('dataSource', 124), ('dataSourceRef', 125), ('resources', 126),
+      ('selector', 32), ('storageClassName', 1), ('volumeAttributesClassName', 1),
       ('volumeMode', 1), ('volumeName', 1)),
      (), (('resources', {}),), (('volumeName', ''),)),
-    # 120
-    ('object', (('metadata', 12), ('spec', 119)), ('spec',), (('metadata', {}), ('spec', {})), ()),
-    # 121
-    ('object', (('volumeClaimTemplate', 120),), (), (), ()),
-    # 122
+    # 128
+    ('object', (('metadata', 12), ('spec', 127)), ('spec',), (('metadata', {}), ('spec', {})), ()),
+    # 129
+    ('object', (('volumeClaimTemplate', 128),), (), (), ()),
+    # 130
     ('object', (('fsType', 1), ('lun', 0), ('readOnly', 7), ('targetWWNs', 3), ('wwids', 3)), (),
      (), (('fsType', ''), ('readOnly', False))),
-    # 123
-    ('object', (('driver', 1), ('fsType', 1), ('options', 11), ('readOnly', 7), ('secretRef', 89)),
+    # 131
+    ('object', (('driver', 1), ('fsType', 1), ('options', 11), ('readOnly', 7), ('secretRef', 99)),
      ('driver',), (('driver', ''),), (('driver', ''), ('fsType', ''), ('readOnly', False))),
-    # 124
+    # 132
     ('object', (('datasetName', 1), ('datasetUUID', 1)), (), (),
      (('datasetName', ''), ('datasetUUID', ''))),
-    # 125
+    # 133
     ('object', (('fsType', 1), ('partition', 0), ('pdName', 1), ('readOnly', 7)), ('pdName',),
      (('pdName', ''),), (('fsType', ''), ('partition', 0), ('pdName', ''), ('readOnly', False))),
-    # 126
+    # 134
     ('object', (('directory', 1), ('repository', 1), ('revision', 1)), ('repository',),
      (('repository', ''),), (('directory', ''), ('repository', ''), ('revision', ''))),
-    # 127
+    # 135
     ('object', (('endpoints', 1), ('path', 1), ('readOnly', 7)), ('endpoints', 'path'),
      (('endpoints', ''), ('path', '')), (('endpoints', ''), ('path', ''), ('readOnly', False))),
-    # 128
+    # 136
     ('object', (('path', 1), ('type', 1)), ('path',), (('path', ''),), (('path', ''),)),
-    # 129
+    # 137
     ('object', (('pullPolicy', 1), ('reference', 1)), (), (),
      (('pullPolicy', ''), ('reference', ''))),
-    # 130
+    # 138
     ('object',
      (('chapAuthDiscovery', 7), ('chapAuthSession', 7), ('fsType', 1), ('initiatorName', 1),
       ('iqn', 1), ('iscsiInterface', 1), ('lun', 0), ('portals', 3), ('readOnly', 7),
-      ('secretRef', 89), ('targetPortal', 1)),
+      ('secretRef', 99), ('targetPortal', 1)),
      ('iqn', 'lun', 'targetPortal'), (('iqn', ''), ('lun', 0), ('targetPortal', '')),
      (('chapAuthDiscovery', False), ('chapAuthSession', False), ('fsType', ''), ('iqn', ''),
       ('iscsiInterface', ''), ('lun', 0), ('readOnly', False), ('targetPortal', ''))),
-    # 131
+    # 139
     ('object', (('path', 1), ('readOnly', 7), ('server', 1)), ('path', 'server'),
      (('path', ''), ('server', '')), (('path', ''), ('readOnly', False), ('server', ''))),
-    # 132
+    # 140
     ('object', (('claimName', 1), ('readOnly', 7)), ('claimName',), (('claimName', ''),),
      (('claimName', ''), ('readOnly', False))),
-    # 133
+    # 141
     ('object', (('fsType', 1), ('pdID', 1)), ('pdID',), (('pdID', ''),),
      (('fsType', ''), ('pdID', ''))),
-    # 134
+    # 142
     ('object', (('fsType', 1), ('readOnly', 7), ('volumeID', 1)), ('volumeID',),
      (('volumeID', ''),), (('fsType', ''), ('readOnly', False), ('volumeID', ''))),
-    # 135
+    # 143
     ('object',
-     (('labelSelector', 22), ('name', 1), ('optional', 7), ('path', 1), ('signerName', 1)),
+     (('labelSelector', 32), ('name', 1), ('optional', 7), ('path', 1), ('signerName', 1)),
      ('path',), (('path', ''),), (('path', ''),)),
-    # 136
-    ('object', (('items', 109), ('name', 1), ('optional', 7)), (), (), (('name', ''),)),
-    # 137
-    ('object', (('items', 113),), (), (), ()),
-    # 138
+    # 144
+    ('object', (('items', 117), ('name', 1), ('optional', 7)), (), (), (('name', ''),)),
+    # 145
+    ('object', (('items', 121),), (), (), ()),
+    # 146
     ('object',
      (('certificateChainPath', 1), ('credentialBundlePath', 1), ('keyPath', 1), ('keyType', 1),
       ('maxExpirationSeconds', 0), ('signerName', 1), ('userAnnotations', 11)),
      ('keyType', 'signerName'), (),
      (('certificateChainPath', ''), ('credentialBundlePath', ''), ('keyPath', ''), ('keyType', ''),
       ('signerName', ''))),
-    # 139
+    # 147
     ('object', (('audience', 1), ('expirationSeconds', 0), ('path', 1)), ('path',),
      (('path', ''),), (('audience', ''), ('path', ''))),
-    # 140
+    # 148
     ('object',
-     (('clusterTrustBundle', 135), ('configMap', 136), ('downwardAPI', 137),
-      ('podCertificate', 138), ('secret', 136), ('serviceAccountToken', 139)),
+     (('clusterTrustBundle', 143), ('configMap', 144), ('downwardAPI', 145),
+      ('podCertificate', 146), ('secret', 144), ('serviceAccountToken', 147)),
      (), (), ()),
-    # 141
-    ('array', 140),
-    # 142
-    ('object', (('defaultMode', 0), ('sources', 141)), (), (), ()),
-    # 143
+    # 149
+    ('array', 148),
+    # 150
+    ('object', (('defaultMode', 0), ('sources', 149)), (), (), ()),
+    # 151
     ('object',
      (('group', 1), ('readOnly', 7), ('registry', 1), ('tenant', 1), ('user', 1), ('volume', 1)),
      ('registry', 'volume'), (('registry', ''), ('volume', '')),
      (('group', ''), ('readOnly', False), ('registry', ''), ('tenant', ''), ('user', ''),
       ('volume', ''))),
-    # 144
+    # 152
     ('object',
      (('fsType', 1), ('image', 1), ('keyring', 1), ('monitors', 3), ('pool', 1), ('readOnly', 7),
-      ('secretRef', 89), ('user', 1)),
+      ('secretRef', 99), ('user', 1)),
      ('image', 'monitors'), (('image', ''),),
      (('fsType', ''), ('image', ''), ('keyring', ''), ('pool', ''), ('readOnly', False),
       ('user', ''))),
-    # 145
+    # 153
     ('object',
-     (('fsType', 1), ('gateway', 1), ('protectionDomain', 1), ('readOnly', 7), ('secretRef', 89),
+     (('fsType', 1), ('gateway', 1), ('protectionDomain', 1), ('readOnly', 7), ('secretRef', 99),
       ('sslEnabled', 7), ('storageMode', 1), ('storagePool', 1), ('system', 1),
       ('volumeName', 1)),
      ('gateway', 'secretRef', 'system'), (('gateway', ''), ('system', '')),
      (('fsType', ''), ('gateway', ''), ('protectionDomain', ''), ('readOnly', False),
       ('sslEnabled', False), ('storageMode', ''), ('storagePool', ''), ('system', ''),
       ('volumeName', ''))),
-    # 146
-    ('object', (('defaultMode', 0), ('items', 109), ('optional', 7), ('secretName', 1)), (), (),
+    # 154
+    ('object', (('defaultMode', 0), ('items', 117), ('optional', 7), ('secretName', 1)), (), (),
      (('secretName', ''),)),
-    # 147
+    # 155
     ('object',
-     (('fsType', 1), ('readOnly', 7), ('secretRef', 89), ('volumeName', 1),
+     (('fsType', 1), ('readOnly', 7), ('secretRef', 99), ('volumeName', 1),
       ('volumeNamespace', 1)),
      (), (), (('fsType', ''), ('readOnly', False), ('volumeName', ''), ('volumeNamespace', ''))),
-    # 148
+    # 156
     ('object',
      (('fsType', 1), ('storagePolicyID', 1), ('storagePolicyName', 1), ('volumePath', 1)),
      ('volumePath',), (('volumePath', ''),),
      (('fsType', ''), ('storagePolicyID', ''), ('storagePolicyName', ''), ('volumePath', ''))),
-    # 149
+    # 157
     ('object',
-     (('awsElasticBlockStore', 103), ('azureDisk', 104), ('azureFile', 105), ('cephfs', 106),
-      ('cinder', 107), ('configMap', 110), ('csi', 111), ('downwardAPI', 114), ('emptyDir', 115),
-      ('ephemeral', 121), ('fc', 122), ('flexVolume', 123), ('flocker', 124),
-      ('gcePersistentDisk', 125), ('gitRepo', 126), ('glusterfs', 127), ('hostPath', 128),
-      ('image', 129), ('iscsi', 130), ('name', 1), ('nfs', 131), ('persistentVolumeClaim', 132),
-      ('photonPersistentDisk', 133), ('portworxVolume', 134), ('projected', 142), ('quobyte', 143),
-      ('rbd', 144), ('scaleIO', 145), ('secret', 146), ('storageos', 147),
-      ('vsphereVolume', 148)),
+     (('awsElasticBlockStore', 111), ('azureDisk', 112), ('azureFile', 113), ('cephfs', 114),
+      ('cinder', 115), ('configMap', 118), ('csi', 119), ('downwardAPI', 122), ('emptyDir', 123),
+      ('ephemeral', 129), ('fc', 130), ('flexVolume', 131), ('flocker', 132),
+      ('gcePersistentDisk', 133), ('gitRepo', 134), ('glusterfs', 135), ('hostPath', 136),
+      ('image', 137), ('iscsi', 138), ('name', 1), ('nfs', 139), ('persistentVolumeClaim', 140),
+      ('photonPersistentDisk', 141), ('portworxVolume', 142), ('projected', 150), ('quobyte', 151),
+      ('rbd', 152), ('scaleIO', 153), ('secret', 154), ('storageos', 155),
+      ('vsphereVolume', 156)),
      ('name',), (('name', ''),), (('name', ''),)),
-    # 150
-    ('array', 149),
-    # 151
+    # 158
+    ('array', 157),
+    # 159
     ('object',
-     (('activeDeadlineSeconds', 0), ('affinity', 37), ('automountServiceAccountToken', 7),
-      ('containers', 81), ('dnsConfig', 84), ('dnsPolicy', 1), ('enableServiceLinks', 7),
-      ('ephemeralContainers', 86), ('hostAliases', 88), ('hostIPC', 7), ('hostNetwork', 7),
+     (('activeDeadlineSeconds', 0), ('affinity', 47), ('automountServiceAccountToken', 7),
+      ('containers', 91), ('dnsConfig', 94), ('dnsPolicy', 1), ('enableServiceLinks', 7),
+      ('ephemeralContainers', 96), ('hostAliases', 98), ('hostIPC', 7), ('hostNetwork', 7),
       ('hostPID', 7), ('hostUsers', 7), ('hostname', 1), ('hostnameOverride', 1),
-      ('imagePullSecrets', 90), ('initContainers', 81), ('nodeName', 1), ('nodeSelector', 11),
-      ('os', 91), ('overhead', 66), ('preemptionPolicy', 1), ('priority', 0),
-      ('priorityClassName', 1), ('readinessGates', 93), ('resourceClaims', 95), ('resources', 67),
-      ('restartPolicy', 1), ('runtimeClassName', 1), ('schedulerName', 1), ('schedulingGates', 96),
-      ('schedulingGroup', 97), ('securityContext', 98), ('serviceAccount', 1),
-      ('serviceAccountName', 1), ('setHostnameAsFQDN', 7), ('shareProcessNamespace', 7),
-      ('subdomain', 1), ('terminationGracePeriodSeconds', 0), ('tolerations', 100),
-      ('topologySpreadConstraints', 102), ('volumes', 150)),
+      ('imagePullSecrets', 100), ('initContainers', 91), ('nodeName', 1), ('nodeSelector', 11),
+      ('os', 101), ('overhead', 76), ('preemptionPolicy', 1), ('priority', 0),
+      ('priorityClassName', 1), ('readinessGates', 103), ('resourceClaims', 23), ('resources', 77),
+      ('restartPolicy', 1), ('runtimeClassName', 1), ('schedulerName', 1),
+      ('schedulingGates', 104), ('schedulingGroup', 105), ('securityContext', 106),
+      ('serviceAccount', 1), ('serviceAccountName', 1), ('setHostnameAsFQDN', 7),
+      ('shareProcessNamespace', 7), ('subdomain', 1), ('terminationGracePeriodSeconds', 0),
+      ('tolerations', 108), ('topologySpreadConstraints', 110), ('volumes', 158)),
      ('containers',), (),
      (('dnsPolicy', ''), ('hostIPC', False), ('hostNetwork', False), ('hostPID', False),
       ('hostname', ''), ('nodeName', ''), ('priorityClassName', ''), ('restartPolicy', ''),
       ('schedulerName', ''), ('serviceAccount', ''), ('serviceAccountName', ''),
       ('subdomain', ''))),
-    # 152
-    ('object', (('metadata', 12), ('spec', 151)), (), (('metadata', {}), ('spec', {})), ()),
-    # 153
+    # 160
+    ('object', (('metadata', 12), ('spec', 159)), (), (('metadata', {}), ('spec', {})), ()),
+    # 161
     ('object',
      (('activeDeadlineSeconds', 0), ('backoffLimit', 0), ('backoffLimitPerIndex', 0),
       ('completionMode', 1), ('completions', 0), ('managedBy', 1), ('manualSelector', 7),
       ('maxFailedIndexes', 0), ('parallelism', 0), ('podFailurePolicy', 19),
-      ('podReplacementPolicy', 1), ('selector', 22), ('successPolicy', 25), ('suspend', 7),
-      ('template', 152), ('ttlSecondsAfterFinished', 0)),
+      ('podReplacementPolicy', 1), ('scheduling', 29), ('selector', 32), ('successPolicy', 35),
+      ('suspend', 7), ('template', 160), ('ttlSecondsAfterFinished', 0)),
      ('template',), (('template', {}),), ()),
-    # 154
-    ('object', (('metadata', 12), ('spec', 153)), (), (('metadata', {}), ('spec', {})), ()),
-    # 155
+    # 162
+    ('object', (('metadata', 12), ('spec', 161)), (), (('metadata', {}), ('spec', {})), ()),
+    # 163
     ('object',
-     (('dependsOn', 10), ('groupName', 1), ('name', 1), ('replicas', 0), ('template', 154)),
+     (('dependsOn', 10), ('groupName', 1), ('name', 1), ('replicas', 0), ('template', 162)),
      ('name', 'template'), (('name', ''), ('template', {})),
      (('groupName', ''), ('name', ''), ('replicas', 0))),
-    # 156
-    ('array', 155),
-    # 157
-    ('object', (), (), (), ()),
-    # 158
-    ('object', (('all', 157), ('single', 157)), (), (), ()),
-    # 159
-    ('object', (('key', 1),), ('key',), (('key', ''),), (('key', ''),)),
-    # 160
-    ('array', 159),
-    # 161
-    ('object', (('topology', 160),), (), (), ()),
-    # 162
-    ('object', (('minCount', 0),), (), (), ()),
-    # 163
-    ('object', (('basic', 157), ('gang', 162)), (), (), ()),
     # 164
-    ('object',
-     (('disruptionMode', 158), ('resourceClaims', 95), ('schedulingConstraints', 161),
-      ('schedulingPolicy', 163)),
-     (), (), ()),
+    ('array', 163),
     # 165
     ('object', (('minGroupCount', 0),), (), (), ()),
     # 166
-    ('object', (('basic', 157), ('gang', 165)), (), (), ()),
+    ('object', (('basic', 20), ('gang', 165)), (), (), ()),
     # 167
     ('object',
-     (('disruptionMode', 158), ('job', 164), ('schedulingConstraints', 161),
+     (('disruptionMode', 21), ('job', 29), ('schedulingConstraints', 26),
       ('schedulingPolicy', 166), ('targetReplicatedJobs', 3)),
      ('targetReplicatedJobs',), (), ()),
     # 168
     ('array', 167),
     # 169
     ('object',
-     (('disruptionMode', 158), ('replicatedJobs', 168), ('schedulingConstraints', 161),
+     (('disruptionMode', 21), ('replicatedJobs', 168), ('schedulingConstraints', 26),
       ('schedulingPolicy', 166)),
      (), (), ()),
     # 170
@@ -598,12 +600,12 @@ NODES: tuple[tuple, ...] = (
      (('status', ''),), (('status', ''), ('targetVolumeAttributesClassName', ''))),
     # 176
     ('object',
-     (('accessModes', 3), ('allocatedResourceStatuses', 11), ('allocatedResources', 66),
-      ('capacity', 66), ('conditions', 174), ('currentVolumeAttributesClassName', 1),
+     (('accessModes', 3), ('allocatedResourceStatuses', 11), ('allocatedResources', 76),
+      ('capacity', 76), ('conditions', 174), ('currentVolumeAttributesClassName', 1),
       ('modifyVolumeStatus', 175), ('phase', 1)),
      (), (), (('phase', ''),)),
     # 177
-    ('object', (('apiVersion', 1), ('kind', 1), ('metadata', 12), ('spec', 119), ('status', 176)),
+    ('object', (('apiVersion', 1), ('kind', 1), ('metadata', 12), ('spec', 127), ('status', 176)),
      (), (('metadata', {}), ('spec', {}), ('status', {})), (('apiVersion', ''), ('kind', ''))),
     # 178
     ('array', 177),
@@ -614,7 +616,7 @@ NODES: tuple[tuple, ...] = (
     # 181
     ('object',
      (('activeDeadlineSeconds', 0), ('coordinator', 2), ('failurePolicy', 6), ('managedBy', 1),
-      ('network', 8), ('replicatedJobs', 156), ('scheduling', 169), ('startupPolicy', 170),
+      ('network', 8), ('replicatedJobs', 164), ('scheduling', 169), ('startupPolicy', 170),
       ('successPolicy', 171), ('suspend', 7), ('ttlSecondsAfterFinished', 0),
       ('volumeClaimPolicies', 180)),
      (), (), ()),

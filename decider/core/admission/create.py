@@ -14,7 +14,15 @@ from typing import Any
 
 from decider.core import constants as c
 from decider.core.admission import _constants as limits
-from decider.core.admission import cel, crd, independent, k8s_names, policies, types
+from decider.core.admission import (
+    cel,
+    crd,
+    independent,
+    k8s_names,
+    policies,
+    scheduling,
+    types,
+)
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -235,8 +243,12 @@ def webhook_create_errors(
 def unknown_field_errors(obj: Any) -> list[FieldError]:
     """Strict decoding, before anything else looks at the object: apimachinery's message for
     each unknown field (the API server joins them into one `strict decoding error: ...`)."""
-    return [FieldError(path, f'strict decoding error: unknown field "{path}"')
-            for path in crd.unknown_fields(obj)]
+    errs = []
+    for path in crd.unknown_fields(obj):
+        message = f'strict decoding error: unknown field "{path}"'
+        hint = scheduling.draft_hint(path)
+        errs.append(FieldError(path, f"{message}; {hint}" if hint else message))
+    return errs
 
 
 def rjob_name_errors(spec: Any) -> list[FieldError]:
@@ -265,7 +277,8 @@ def validate_create(
         errs = unknown_field_errors(obj)
         if errs:
             return errs
-        defaulted = default_jobset(obj)
+        gates = gate_values(feature_gates, c.GATE_DEFAULTS)
+        defaulted = default_jobset(obj, gates)
         spec = as_dict(defaulted).get("spec")
         errs = crd.quantity_errors(spec)
         # A quantity the webhook cannot decode is refused there, before the schema sees it.
@@ -275,18 +288,19 @@ def validate_create(
             errs.append(types.CEL_SKIPPED)
         else:
             errs.extend(cel.spec_rule_errors(spec))
+            errs.extend(scheduling.cel_errors(spec, gates))
         if errs:
             return errs
-        gates = gate_values(feature_gates, c.GATE_DEFAULTS)
         pvcs = existing_pvcs if isinstance(existing_pvcs, Mapping) else {}
         errs = webhook_create_errors(defaulted, gates, pvcs)
+        errs.extend(scheduling.create_errors(defaulted, gates))
         errs.extend(independent.create_errors(defaulted))
-        # The gang rules Decide applies, said at admission where the author sees them.
+        # This project's gang annotations, judged as PlanGang and Decide judge them.
         from decider.core.gang import validate_jobset_scheduling
-        from decider.core.gang.jobset import GANG_POLICY_ANNOTATION
+        from decider.core.gang.jobset_facts import GANG_POLICY_ANNOTATION
 
         annotations = as_dict(as_dict(as_dict(defaulted).get("metadata")).get("annotations"))
-        if "scheduling" in as_dict(spec) or GANG_POLICY_ANNOTATION in annotations:
+        if GANG_POLICY_ANNOTATION in annotations:
             errs.extend(validate_jobset_scheduling(defaulted))
         return errs
     except RecursionError:

@@ -8,9 +8,10 @@ type is left alone (the schema module reports it) rather than replaced or crashe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from decider.core.admission import crd
+from decider.core.admission import crd, scheduling
 from decider.core.admission._util import as_dict, as_list
 
 # The CRD's `default:` markers inside the embedded pod spec (controller-gen copies them from
@@ -104,7 +105,7 @@ def _structural_defaults(obj: dict[str, Any]) -> None:
             retention.setdefault("whenDeleted", "Delete")
 
 
-def _webhook_defaults(spec: dict[str, Any]) -> None:
+def _webhook_defaults(spec: dict[str, Any], gates: Mapping[str, bool] | None = None) -> None:
     """The mutating webhook's create-time defaults (spec §3.1), in its order."""
     if "successPolicy" not in spec:
         spec["successPolicy"] = {"operator": "All"}
@@ -138,6 +139,7 @@ def _webhook_defaults(spec: dict[str, Any]) -> None:
     for policy in as_list(spec.get("volumeClaimPolicies")):
         if isinstance(policy, dict) and "retentionPolicy" not in policy:
             policy["retentionPolicy"] = {"whenDeleted": "Delete"}
+    scheduling.apply_default(spec, gates)
 
 
 def apply_structural_defaults(obj: Any) -> Any:
@@ -149,14 +151,16 @@ def apply_structural_defaults(obj: Any) -> Any:
     return out
 
 
-def default_jobset(obj: dict) -> dict:
+def default_jobset(obj: dict, feature_gates: Mapping[str, bool] | None = None) -> dict:
     """Return the object the API server stores for a create, as a deep copy: the CRD
     structural defaults (groupName "default", replicas 1, failurePolicy.restartStrategy
     Recreate, retentionPolicy.whenDeleted Delete, pod-template defaults such as
     ports[].protocol TCP), the mutating webhook's defaults (spec §3.1) and its Go round trip
     (zero values of fields without omitempty, quantities in canonical form: crd.py), then the
-    structural defaults again. Never mutates the input; a non-object input comes back as a
-    copy, undefaulted. Unknown fields are kept: strict decoding rejects such an object."""
+    structural defaults again. With JobSetWorkloadAwareSchedulingAPI on, a spec.scheduling
+    without a policy or entries gets ``schedulingPolicy: {gang: {}}``. Never mutates the
+    input; a non-object input comes back as a copy, undefaulted. Unknown fields are kept:
+    strict decoding rejects such an object."""
     out = apply_structural_defaults(obj)
     if not isinstance(out, dict):
         return out
@@ -165,7 +169,7 @@ def default_jobset(obj: dict) -> dict:
         # The webhook decodes into a typed JobSet whose Spec is a struct, never absent.
         spec = out["spec"] = {}
     if isinstance(spec, dict):
-        _webhook_defaults(spec)
+        _webhook_defaults(spec, feature_gates)
         crd.go_round_trip(spec)  # its errors are validate_create's to report
         _structural_defaults(out)
     return out

@@ -40,6 +40,7 @@ from decider.core.errors import FieldError
 @dataclass(frozen=True, slots=True)
 class Str:
     enum: tuple[str, ...] = ()
+    max_length: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class Arr:
     map_keys: tuple[str, ...] = ()
     # x-kubernetes-list-type: set: no item may appear twice.
     unique: bool = False
+    min_items: int | None = None
 
 
 Node = Str | Int | Bool | StrMap | Obj | Arr
@@ -104,6 +106,9 @@ def _check(value: Any, node: Node, path: str, errs: list[FieldError]) -> None:
             errs.append(FieldError(path, _TYPE_MESSAGES[Str]))
         elif node.enum and value not in node.enum:
             errs.append(FieldError(path, unsupported(value, node.enum)))
+        elif node.max_length is not None and byte_len(value) > node.max_length:
+            errs.append(FieldError(path, f"Too long: may not be more than {node.max_length} "
+                                         "bytes"))
     elif isinstance(node, Int):
         if not is_int(value):
             errs.append(FieldError(path, _TYPE_MESSAGES[Int]))
@@ -143,6 +148,9 @@ def _check_array(value: Any, node: Arr, path: str, errs: list[FieldError]) -> No
         return
     if node.max_items is not None and len(value) > node.max_items:
         errs.append(FieldError(path, f"must have at most {node.max_items} items"))
+    if node.min_items is not None and len(value) < node.min_items:
+        errs.append(FieldError(path, f"{path} in body should have at least {node.min_items} "
+                                     "items"))
     # The API server reports schema and list-type errors together; each duplicate follows its
     # item's own errors, as the single-key check always has.
     duplicates = _duplicates(value, node)
@@ -358,6 +366,44 @@ _PVC_TEMPLATE = Obj(
         ),
     }
 )
+# spec.scheduling's structural limits (tools/crd/scheduling.yaml); its unions and rules are
+# CEL's and the webhook's (gang/was_rules).
+_TOPOLOGY = Obj({"topology": Arr(Obj({"key": Str()}, required=("key",)))})
+_COMPOSITE_POLICY = Obj({"basic": Obj(), "gang": Obj({"minGroupCount": Int()})})
+_DISRUPTION = Obj({"single": Obj(), "all": Obj()})
+_SCHEDULING = Obj(
+    {
+        "schedulingPolicy": _COMPOSITE_POLICY,
+        "schedulingConstraints": _TOPOLOGY,
+        "disruptionMode": _DISRUPTION,
+        "replicatedJobs": Arr(
+            Obj(
+                {
+                    "targetReplicatedJobs": Arr(Str(max_length=256), max_items=50, unique=True,
+                                                min_items=1),
+                    "schedulingPolicy": _COMPOSITE_POLICY,
+                    "schedulingConstraints": _TOPOLOGY,
+                    "disruptionMode": _DISRUPTION,
+                    "job": Obj(
+                        {
+                            "schedulingPolicy": Obj(
+                                {"basic": Obj(), "gang": Obj({"minCount": Int()})}),
+                            "schedulingConstraints": _TOPOLOGY,
+                            "disruptionMode": _DISRUPTION,
+                            "resourceClaims": Arr(
+                                Obj({"name": Str(), "resourceClaimName": Str(),
+                                     "resourceClaimTemplateName": Str()}, required=("name",)),
+                                max_items=4,
+                            ),
+                        }
+                    ),
+                },
+                required=("targetReplicatedJobs",),
+            ),
+            max_items=50,
+        ),
+    }
+)
 SPEC = Obj(
     {
         "replicatedJobs": Arr(_REPLICATED_JOB, map_keys=("name",)),
@@ -396,6 +442,7 @@ SPEC = Obj(
             ),
             max_items=50,
         ),
+        "scheduling": _SCHEDULING,
     }
 )
 

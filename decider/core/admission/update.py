@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from decider.core import constants as c
-from decider.core.admission import cel, crd, independent, types
+from decider.core.admission import cel, crd, independent, scheduling, types
 from decider.core.admission._util import (
     as_dict,
     as_int,
@@ -234,11 +234,14 @@ def validate_update(
             errs.append(types.CEL_SKIPPED)
         else:
             errs.extend(cel.spec_rule_errors(new_spec))
+            errs.extend(scheduling.cel_errors(new_spec, gate_values(feature_gates,
+                                                                    c.GATE_DEFAULTS)))
             errs.extend(cel.transition_rule_errors(new_spec, as_dict(old_d).get("spec")))
         if errs:
             return errs
         gates = gate_values(feature_gates, c.GATE_DEFAULTS)
         errs = webhook_update_errors(as_dict(new_d), as_dict(old_d), gates)
+        errs.extend(scheduling.update_errors(as_dict(new_d), as_dict(old_d), gates))
         errs.extend(independent.update_errors(new_d, old_d))
         return errs
     except RecursionError:

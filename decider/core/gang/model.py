@@ -29,10 +29,44 @@ class Group:
     disruption: str | None = None  # "single" | "all" | None (not set)
     claims: list[dict[str, Any]] = field(default_factory=list)
     priority_class: str = ""
+    # A present but empty schedulingConstraints ({}), as upstream's builder copies it.
+    constraints_set: bool = False
+    # JobSetGangOfGangs: the CompositePodGroup this group's PodGroup joins (object name), and
+    # the CompositePodGroupTemplate its template sits under. Several groups (one per Job) may
+    # share one template there: a template is instantiated once per Job.
+    parent: str | None = None
+    parent_template: str | None = None
 
     @property
     def is_gang(self) -> bool:
         return self.min_count is not None
+
+
+@dataclass
+class CompositeGroup:
+    """One CompositePodGroupTemplate and the CompositePodGroup made from it (JobSetGangOfGangs).
+
+    ``min_group_count`` counts child groups (CompositePodGroups or PodGroups), not pods; None
+    means the Basic policy (children scheduled independently).
+    """
+
+    template: str
+    name: str
+    min_group_count: int | None
+    children: int
+    rjobs: list[str] = field(default_factory=list)
+    topology: list[dict[str, Any]] = field(default_factory=list)
+    constraints_set: bool = False
+    disruption: str | None = None
+    priority_class: str = ""
+    parent: str | None = None  # the parent CompositePodGroup's name; None for the root
+    parent_template: str | None = None
+    # Set from an observed CompositePodGroup's status (CompositePodGroupInitiallyScheduled).
+    explanation: str = ""
+
+    @property
+    def is_gang(self) -> bool:
+        return self.min_group_count is not None
 
 
 @dataclass
@@ -55,6 +89,9 @@ class Design:
     workload_spec_override: dict[str, Any] | None = None
     # Child-Job metadata annotations (JobSet delegation hint), keyed like pod template patches.
     job_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    podgroup_labels: dict[str, str] = field(default_factory=dict)
+    # JobSetGangOfGangs: the CompositePodGroup tree, root first (parents before children).
+    composites: list[CompositeGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -63,10 +100,12 @@ class Rendered:
     podgroups: list[dict[str, Any]]
     pod_template_patches: dict[str, dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
+    # CompositePodGroups, root first: created after the Workload, before the PodGroups.
+    composites: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
-        return ([self.workload] if self.workload else []) + self.podgroups
+        return ([self.workload] if self.workload else []) + self.composites + self.podgroups
 
 
 @dataclass
@@ -94,6 +133,13 @@ class GangPlan:
     waiting: list[dict[str, Any]] = field(default_factory=list)
     mode: str = "none"
     groups: list[Group] = field(default_factory=list)
+    composites: list[CompositeGroup] = field(default_factory=list)
+    # Every object the JobSet needs exists, is live and matches (upstream's readiness gate:
+    # schedulingObjectsReady). Not part of ``to_dict``.
+    ready: bool = True
+    # Planned from upstream's spec.scheduling (gated, upstream's lifecycle) rather than from
+    # this project's annotations.
+    upstream: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -169,6 +215,7 @@ class PodSetInfo:
 
 
 __all__ = [
+    "CompositeGroup",
     "Design",
     "FieldError",
     "GangPlan",

@@ -8,12 +8,14 @@ scheduler can compute the quota a JobSet asks for without parsing its templates.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from decider.core import access as acc
 from decider.core.gang import job as jobrules
-from decider.core.gang import jobset as jsrules
+from decider.core.gang import jobset_design as design
+from decider.core.gang import jobset_facts as facts
 from decider.core.gang import kueue
 from decider.core.gang.model import Group, PodSetInfo
 from decider.core.gang.plan import KUBERNETES, NEWEST, kind_of, resolve_target
@@ -21,7 +23,8 @@ from decider.core.gang.plan import KUBERNETES, NEWEST, kind_of, resolve_target
 KUEUE_MAX_POD_SETS = 18
 
 
-def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]:
+def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
+             gates: Mapping[str, bool] | None = None) -> list[PodSetInfo]:
     """Pod sets as Kueue builds them (counts, per-pod requests, node selectors, tolerations,
     topology requests), next to the gang minCount that covers each."""
     kind = kind_of(obj)
@@ -43,8 +46,8 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]
             acc.child(acc.child(obj, "metadata", ""), "annotations", "metadata")))
         template = acc.child(acc.child(obj, "spec", ""), "template", "spec")
         return [_with_details(info, kueue.pod_set_details(template, "spec.template", None))]
-    f = jsrules.read_jobset(obj, need_identity=False)
-    result = jsrules.design_jobset(f, gen.jobset_naming)
+    f = facts.read_jobset(obj, need_identity=False)
+    result = design.design_jobset(f, gen.jobset_naming, gates)
     groups = result.design.groups if result.design else []
     out = []
     for r in f.rjobs:
@@ -70,7 +73,7 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST) -> list[PodSetInfo]
     return out
 
 
-def _kueue_count(r: jsrules.RJob) -> int:
+def _kueue_count(r: facts.RJob) -> int:
     """Kueue's PodSet count: replicas x min(parallelism, completions), saturating at int32."""
     per_job = r.parallelism if r.completions is None else min(r.parallelism, r.completions)
     return min(2**31 - 1, r.replicas * per_job)
@@ -83,7 +86,7 @@ def _pod_set(
     group: Group | None,
     sets: list[str],
     extra: list[str] | None = None,
-    f: jsrules.JobSetFacts | None = None,
+    f: facts.JobSetFacts | None = None,
     gangs: int = 1,
 ) -> PodSetInfo:
     warnings = list(extra or [])

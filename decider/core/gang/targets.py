@@ -11,11 +11,13 @@ import copy
 from typing import Any, ClassVar, Protocol
 
 from decider.core.errors import InvalidInput
-from decider.core.gang.model import Design, Group, Rendered
+from decider.core.gang.model import CompositeGroup, Design, Group, Rendered
 
 V1ALPHA1 = "scheduling.k8s.io/v1alpha1"
 V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
 V1BETA1 = "scheduling.k8s.io/v1beta1"
+# CompositePodGroup exists only at v1alpha3 (Kubernetes 1.37, gate CompositePodGroup).
+V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
 
 
 class GangTarget(Protocol):
@@ -29,12 +31,16 @@ class GangTarget(Protocol):
     supports_basic: bool
     # Whether gangs are standalone PodGroup objects (False: embedded in the Workload).
     runtime_podgroups: bool
+    # Whether a CompositePodGroup tree (JobSetGangOfGangs) can be spelled.
+    supports_composites: bool
 
     def render(self, design: Design) -> Rendered: ...
 
     def is_workload(self, obj: dict[str, Any]) -> bool: ...
 
     def is_podgroup(self, obj: dict[str, Any]) -> bool: ...
+
+    def is_composite(self, obj: dict[str, Any]) -> bool: ...
 
     def podgroup_workload(self, obj: dict[str, Any]) -> str | None: ...
 
@@ -63,14 +69,33 @@ def registered() -> list[str]:
     return list(_REGISTRY)
 
 
-def _meta(design: Design, name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"name": name, "namespace": design.namespace, "ownerReferences": owners}
+def _meta(design: Design, name: str, owners: list[dict[str, Any]],
+          labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": design.namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    meta["ownerReferences"] = owners
+    return meta
+
+
+def _no_composites(design: Design, key: str) -> None:
+    if design.composites:
+        raise InvalidInput.at(
+            "options.gang_api_version",
+            f"JobSetGangOfGangs builds a CompositePodGroup tree, which {key} cannot express: "
+            f"use {V1BETA1} (CompositePodGroup objects are {V1ALPHA3})")
 
 
 def _policy(group: Group) -> dict[str, Any]:
     if group.min_count is None:
         return {"basic": {}}
     return {"gang": {"minCount": group.min_count}}
+
+
+def _composite_policy(c: CompositeGroup) -> dict[str, Any]:
+    if c.min_group_count is None:
+        return {"basic": {}}
+    return {"gang": {"minGroupCount": c.min_group_count}}
 
 
 def _gang_min(policy: Any) -> int | None:
@@ -88,6 +113,10 @@ class _Native:
     key: ClassVar[str]
     supports_basic: ClassVar[bool] = True
     runtime_podgroups: ClassVar[bool] = True
+    supports_composites: ClassVar[bool] = False
+
+    def is_composite(self, obj: dict[str, Any]) -> bool:
+        return False
 
     @property
     def podgroup_api_version(self) -> str:
@@ -151,6 +180,7 @@ class KubernetesV1Alpha1(_Native):
         return out
 
     def render(self, design: Design) -> Rendered:
+        _no_composites(design, self.key)
         warnings: list[str] = []
         if design.workload_spec_override is not None:
             spec = copy.deepcopy(design.workload_spec_override)
@@ -200,6 +230,13 @@ class _RuntimePodGroups(_Native):
             **self._blocks(g),
         }
 
+    def _templates(self, groups: list[Group]) -> list[dict[str, Any]]:
+        """One template per name: a tree's leaf template is shared by the Jobs it makes."""
+        out: dict[str, dict[str, Any]] = {}
+        for g in groups:
+            out.setdefault(g.template, self._template(g))
+        return list(out.values())
+
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -212,14 +249,21 @@ class _RuntimePodGroups(_Native):
                 out[t["name"]] = _gang_min(t.get("schedulingPolicy"))
         return out
 
+    def _workload_spec(self, design: Design) -> dict[str, Any]:
+        _no_composites(design, self.key)
+        return {
+            "controllerRef": dict(design.controller_ref),
+            "podGroupTemplates": self._templates(design.groups),
+        }
+
+    def _composites(self, design: Design) -> list[dict[str, Any]]:
+        return []
+
     def render(self, design: Design) -> Rendered:
         if design.workload_spec_override is not None:
             spec = copy.deepcopy(design.workload_spec_override)
         else:
-            spec = {
-                "controllerRef": dict(design.controller_ref),
-                "podGroupTemplates": [self._template(g) for g in design.groups],
-            }
+            spec = self._workload_spec(design)
         workload = self._workload(design, spec) if design.create_workload else None
         podgroups = []
         patches: dict[str, dict[str, Any]] = {}
@@ -228,17 +272,21 @@ class _RuntimePodGroups(_Native):
                 {
                     "apiVersion": self.key,
                     "kind": "PodGroup",
-                    "metadata": _meta(design, g.podgroup, self._owners_for_podgroup(design)),
+                    "metadata": _meta(design, g.podgroup, self._owners_for_podgroup(design),
+                                      design.podgroup_labels),
                     "spec": self._podgroup_spec(design, g),
                 }
             )
             for member in g.members:
                 patches[member] = {"spec": {"schedulingGroup": {"podGroupName": g.podgroup}}}
-        return Rendered(workload, podgroups, patches)
+        return Rendered(workload, podgroups, patches, composites=self._composites(design))
 
 
-def _topology(g: Group) -> dict[str, Any] | None:
-    return {"topology": copy.deepcopy(g.topology)} if g.topology else None
+def _topology(g: Group | CompositeGroup) -> dict[str, Any] | None:
+    if g.topology:
+        return {"topology": copy.deepcopy(g.topology)}
+    # A present but empty block (upstream's builder copies the pointer) stays present.
+    return {} if g.constraints_set else None
 
 
 class KubernetesV1Alpha2(_RuntimePodGroups):
@@ -267,7 +315,7 @@ class KubernetesV1Alpha2(_RuntimePodGroups):
             },
             "schedulingPolicy": _policy(g),
         }
-        if g.topology:
+        if _topology(g) is not None:
             spec["schedulingConstraints"] = _topology(g)
         spec.update(self._blocks(g))
         return spec
@@ -287,15 +335,70 @@ class KubernetesV1Beta1(_RuntimePodGroups):
     def _disruption(self, mode: str) -> Any:
         return {mode: {}}  # a union: {"single": {}} or {"all": {}}
 
+    supports_composites = True
+
+    def is_composite(self, obj: dict[str, Any]) -> bool:
+        return obj.get("kind") == "CompositePodGroup" and obj.get("apiVersion") == V1ALPHA3
+
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "workloadRef": {"workloadName": design.workload_name, "templateName": g.template},
-            "schedulingPolicy": _policy(g),
-        }
-        if g.topology:
+        spec: dict[str, Any] = {}
+        if g.parent is not None:
+            spec["parentCompositePodGroupName"] = g.parent
+        spec["workloadRef"] = {"workloadName": design.workload_name, "templateName": g.template}
+        spec["schedulingPolicy"] = _policy(g)
+        if _topology(g) is not None:
             spec["schedulingConstraints"] = _topology(g)
         spec.update(self._blocks(g))
         return spec
+
+    def _composite_blocks(self, c: CompositeGroup) -> dict[str, Any]:
+        out: dict[str, Any] = {"schedulingPolicy": _composite_policy(c)}
+        if _topology(c) is not None:
+            out["schedulingConstraints"] = _topology(c)
+        if c.disruption:
+            out["disruptionMode"] = {c.disruption: {}}
+        if c.priority_class:
+            out["priorityClassName"] = c.priority_class
+        return out
+
+    def _workload_spec(self, design: Design) -> dict[str, Any]:
+        if not design.composites:
+            return super()._workload_spec(design)
+        by_parent: dict[str | None, list[CompositeGroup]] = {}
+        for c in design.composites:
+            by_parent.setdefault(c.parent_template, []).append(c)
+
+        def template(c: CompositeGroup) -> dict[str, Any]:
+            out: dict[str, Any] = {"name": c.template, **self._composite_blocks(c)}
+            leaves = [g for g in design.groups if g.parent_template == c.template]
+            if leaves:
+                out["podGroupTemplates"] = self._templates(leaves)
+            children = by_parent.get(c.template, [])
+            if children:
+                out["compositePodGroupTemplates"] = [template(k) for k in children]
+            return out
+
+        return {
+            "controllerRef": dict(design.controller_ref),
+            "compositePodGroupTemplates": [template(c) for c in by_parent.get(None, [])],
+        }
+
+    def _composites(self, design: Design) -> list[dict[str, Any]]:
+        out = []
+        for c in design.composites:
+            spec: dict[str, Any] = {}
+            if c.parent is not None:
+                spec["parentCompositePodGroupName"] = c.parent
+            spec["workloadRef"] = {"workloadName": design.workload_name,
+                                   "templateName": c.template}
+            spec.update(self._composite_blocks(c))
+            out.append({
+                "apiVersion": V1ALPHA3,
+                "kind": "CompositePodGroup",
+                "metadata": _meta(design, c.name, [dict(design.owner)], design.podgroup_labels),
+                "spec": spec,
+            })
+        return out
 
 
 class _MinMemberPodGroups:
@@ -306,6 +409,10 @@ class _MinMemberPodGroups:
     workload_api_version: ClassVar[str | None] = None
     supports_basic: ClassVar[bool] = False
     runtime_podgroups: ClassVar[bool] = True
+    supports_composites: ClassVar[bool] = False
+
+    def is_composite(self, obj: dict[str, Any]) -> bool:
+        return False
 
     def _join(self, name: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -334,6 +441,9 @@ class _MinMemberPodGroups:
         podgroups = []
         patches: dict[str, dict[str, Any]] = {}
         warnings = []
+        if design.composites:
+            warnings.append(f"{self.key} has no CompositePodGroup: only the leaf gangs of the "
+                            "JobSetGangOfGangs tree are spelled, each on its own")
         for g in design.groups:
             if g.min_count is None:
                 # There is no "basic" PodGroup here: without a minimum the group adds nothing.
@@ -384,6 +494,7 @@ register(Volcano())
 
 __all__ = [
     "V1ALPHA1",
+    "V1ALPHA3",
     "V1ALPHA2",
     "V1BETA1",
     "GangTarget",
