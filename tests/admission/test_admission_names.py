@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decider.core.admission import k8s_names
+from decider.core import k8s_names
 from decider.core.go_regex import compile_go_regex, pattern_error
 
 DNS1123_LABEL_REGEX = (

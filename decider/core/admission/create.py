@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from decider.core import constants as c
+from decider.core import k8s_names
 from decider.core.admission import _constants as limits
 from decider.core.admission import (
     cel,
     crd,
     independent,
-    k8s_names,
     policies,
     scheduling,
     types,
@@ -243,12 +243,8 @@ def webhook_create_errors(
 def unknown_field_errors(obj: Any) -> list[FieldError]:
     """Strict decoding, before anything else looks at the object: apimachinery's message for
     each unknown field (the API server joins them into one `strict decoding error: ...`)."""
-    errs = []
-    for path in crd.unknown_fields(obj):
-        message = f'strict decoding error: unknown field "{path}"'
-        hint = scheduling.draft_hint(path)
-        errs.append(FieldError(path, f"{message}; {hint}" if hint else message))
-    return errs
+    return [FieldError(path, scheduling.unknown_field_message(path))
+            for path in crd.unknown_fields(obj)]
 
 
 def rjob_name_errors(spec: Any) -> list[FieldError]:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from decider.core import constants as c
+from decider.core import k8s_names
 from decider.core.admission import _constants as limits
-from decider.core.admission import k8s_names
 from decider.core.admission._util import (
     as_dict,
     as_int,

@@ -25,37 +25,6 @@ from decider.core.admission._util import as_dict
 from decider.core.constants import GATE_ELASTIC_JOBSET, GATE_WORKLOAD_AWARE_SCHEDULING
 from decider.core.errors import FieldError, InvalidInput
 
-# Fields of the superseded draft (#1250 before its composite API, and what this project
-# accepted until then): strict decoding calls them unknown; these say what replaced them.
-_DRAFT_HINTS: tuple[tuple[str, str], ...] = (
-    (".schedulingPolicy.gang.minCount",
-     "a composite policy carries no pod count since jobset#1250's composite API: the "
-     "PodGroup's minCount is derived from the pods it covers (parallelism x replicas) and "
-     "patched on every pass; remove it (minGroupCount counts child groups, and needs "
-     "JobSetGangOfGangs), or set spec.scheduling.replicatedJobs[].job.schedulingPolicy.gang."
-     "minCount for a quorum per Job"),
-    (".resourceClaims",
-     "shared claims moved to spec.scheduling.replicatedJobs[].job.resourceClaims (one "
-     "PodGroup per Job), the only level that has them"),
-    (".replicatedJobPolicies",
-     "renamed spec.scheduling.replicatedJobs, each entry naming its targetReplicatedJobs"),
-    (".targetReplicatedJob",
-     "renamed targetReplicatedJobs, a list of ReplicatedJob names"),
-    (".policy", "renamed schedulingPolicy"),
-    (".constraints", "renamed schedulingConstraints"),
-    (".disruption", "renamed disruptionMode"),
-)
-
-
-def draft_hint(path: str) -> str | None:
-    """What replaced an unknown field of spec.scheduling, if it is a superseded spelling."""
-    if not path.startswith("spec.scheduling."):
-        return None
-    for suffix, hint in _DRAFT_HINTS:
-        if path.endswith(suffix):
-            return hint
-    return None
-
 
 def apply_default(spec: dict[str, Any], gates: Mapping[str, bool] | None) -> None:
     """The webhook's default, gated: gang{} for a top level with no policy and no entries."""
@@ -66,6 +35,13 @@ def apply_default(spec: dict[str, Any], gates: Mapping[str, bool] | None) -> Non
         return
     if scheduling.get("schedulingPolicy") is None and not scheduling.get("replicatedJobs"):
         scheduling["schedulingPolicy"] = {"gang": {}}
+
+
+def unknown_field_message(path: str) -> str:
+    """Strict decoding's words; a superseded spelling of spec.scheduling names its successor."""
+    from decider.core.gang import was_draft
+
+    return was_draft.unknown_field_message(path)
 
 
 def cel_errors(spec: Any, gates: Mapping[str, bool] | None) -> list[FieldError]:
@@ -131,4 +107,5 @@ def _suspended_condition(obj: dict[str, Any]) -> bool:
     return False
 
 
-__all__ = ["apply_default", "cel_errors", "create_errors", "draft_hint", "update_errors"]
+__all__ = ["apply_default", "cel_errors", "create_errors", "unknown_field_message",
+           "update_errors"]

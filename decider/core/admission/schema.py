@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decider.core import constants as c
-from decider.core.admission import k8s_names, types
+from decider.core import k8s_names
+from decider.core.admission import types
 from decider.core.admission._util import (
     INT32_MAX,
     INT32_MIN,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from decider.core.constants import GATE_GANG_OF_GANGS
 from decider.core.errors import FieldError, InvalidInput
-from decider.core.gang import jobset_modes, names, was_rules
+from decider.core.gang import jobset_modes, names, was_draft, was_rules
 from decider.core.gang import was_builder as wb
 from decider.core.gang.job import GROUP_TEMPLATE_ANNOTATION
 from decider.core.gang.jobset_facts import JOBSET_NAME_LABEL, JobSetFacts, Naming
@@ -43,7 +43,7 @@ def validate(f: JobSetFacts, gates: Mapping[str, bool] | None = None) -> list[Fi
     if errors or f.scheduling is None:
         return errors
     planned = {**(gates or {}), "JobSetWorkloadAwareSchedulingAPI": True}
-    errors = was_rules.unknown_field_errors(f.scheduling)
+    errors = was_draft.draft_errors(f.scheduling)
     if errors:
         return errors
     errors = was_rules.scheduling_cel_errors(f.scheduling, f.sequenced, planned)

@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from decider.core.admission import k8s_names
-from decider.core.admission._util import quote
+from decider.core import k8s_names
 from decider.core.constants import GATE_GANG_OF_GANGS, GATE_WORKLOAD_AWARE_SCHEDULING
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import was_builder as wb
@@ -80,8 +79,15 @@ def _go(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, list):
-        return "[]string{" + ", ".join(quote(str(v)) for v in value) + "}"
-    return quote(str(value))
+        return "[]string{" + ", ".join(_quote(str(v)) for v in value) + "}"
+    return _quote(str(value))
+
+
+def _quote(value: str) -> str:
+    """Go's %q for the names these messages carry (JSON's escaping is the same for them)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
 
 
 def invalid(path: str, value: Any, detail: str) -> FieldError:
@@ -115,25 +121,6 @@ def sequenced_startup(spec: dict[str, Any]) -> bool:
                 and rjob["dependsOn"]:
             return True
     return False
-
-
-# --- what strict decoding refuses ---------------------------------------------------------------
-
-def unknown_field_errors(raw: Any) -> list[FieldError]:
-    """Fields of spec.scheduling the schema does not know, with what replaced a superseded
-    spelling: PlanGang and Decide read stored objects, where the API server would have refused
-    (strict decoding) or pruned them, so they refuse them too rather than plan without them."""
-    from decider.core.admission import crd
-    from decider.core.admission.scheduling import draft_hint
-
-    shell = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {},
-             "spec": {"scheduling": raw}}
-    errs = []
-    for path in crd.unknown_fields(shell):
-        message = f'strict decoding error: unknown field "{path}"'
-        hint = draft_hint(path)
-        errs.append(FieldError(path, f"{message}; {hint}" if hint else message))
-    return errs
 
 
 # --- the CRD's rules ---------------------------------------------------------------------------
@@ -397,4 +384,4 @@ def webhook_errors(f: JobSetFacts, rjobs_raw: Any,
 __all__ = ["BASIC_WITH_ALL", "JOB_EXCLUSIVE", "JOB_ONE_TARGET", "MIN_GROUP_COUNT", "ONE_POLICY",
            "SEQUENCED", "TOP_WITH_ENTRIES", "builder_errors", "cel_errors", "forbidden",
            "invalid", "min_count_errors", "scheduling_cel_errors", "sequenced_startup",
-           "too_many", "unknown_field_errors", "webhook_errors"]
+           "too_many", "webhook_errors"]

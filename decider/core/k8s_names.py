@@ -1,4 +1,5 @@
-"""Kubernetes name validators, with apimachinery's error messages (k8s.io/apimachinery
+"""Kubernetes name validators (admission's, and the gang rules' for the building blocks), with
+apimachinery's error messages (k8s.io/apimachinery
 pkg/util/validation and pkg/api/validate/content), so users see the texts kubectl shows them.
 
 Each validator returns a list of messages, empty when the value is valid. Patterns are matched
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 import re
 
-from decider.core.admission._util import byte_len
-
 DNS1123_LABEL_MAX_LENGTH = 63
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
 DNS1035_LABEL_MAX_LENGTH = 63
 LABEL_VALUE_MAX_LENGTH = 63
 QUALIFIED_NAME_MAX_LENGTH = 63
+
+def byte_len(value: str) -> int:
+    """Go's len() of a string counts UTF-8 bytes; length limits are in bytes."""
+    return len(value.encode("utf-8", errors="surrogatepass"))
+
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
