@@ -43,6 +43,7 @@ _POD_TEMPLATE: _PathTable = {
     "node_selector": ("spec.nodeSelector", None), "tolerations": ("spec.tolerations", _TOLERATION),
     # A scheduling gate is summarized to its name.
     "scheduling_gates": ("spec.schedulingGates", {"": ("name", None)}),
+    "scheduling_group": ("spec.schedulingGroup", {"pod_group_name": ("podGroupName", None)}),
 }
 _JSON_PATHS: dict[str, _PathTable] = {
     "jobs": {

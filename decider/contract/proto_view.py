@@ -56,7 +56,10 @@ def pod_template(msg: pb.ObservedJob) -> PodTemplateSummary | None:
         tolerations=[_toleration(t) for t in pt.tolerations],
         scheduling_gates=list(pt.scheduling_gates),
         containers=containers(pt.containers_json, msg.name, "containers_json"),
-        init_containers=containers(pt.init_containers_json, msg.name, "init_containers_json"))
+        init_containers=containers(pt.init_containers_json, msg.name, "init_containers_json"),
+        scheduling_group=pt.HasField("scheduling_group"),
+        pod_group_name=pt.scheduling_group.pod_group_name
+        if pt.scheduling_group.HasField("pod_group_name") else None)
 
 
 # The fields every pass reads of every Job: fetched in one C call when the view is made and
@@ -91,7 +94,8 @@ class JobView(ObservedJob):
 
     @property
     def pod_template(self) -> PodTemplateSummary | None:  # type: ignore[override]
-        # Read only when a Job is resumed: built then, not kept.
+        # Read only when a Job is resumed, or (spec.scheduling) checked for staleness: built
+        # then, not kept.
         return pod_template(self._m)
 
     def __repr__(self) -> str:

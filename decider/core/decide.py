@@ -13,10 +13,11 @@ from decider.core import (
     conditions,
     execution_attempts,
     failure_policy,
-    gang_lifecycle,
     headless_service,
     in_place_restart,
     name_conflicts,
+    scheduling_objects,
+    stale_jobs,
     startup_policy,
     success_policy,
     suspend,
@@ -60,7 +61,7 @@ def decide(observed: Observed) -> Plan:
 
     if conditions.finished(st.status):
         delete_jobs(st, children.active, "the JobSet is finished")
-        gang_lifecycle.reconcile(st)  # a finished JobSet keeps no Workload/PodGroups
+        scheduling_objects.reconcile(st)  # a finished JobSet keeps no scheduling objects
         ttl_after_finished.execute(st)
         return _finish(st)
 
@@ -90,14 +91,22 @@ def decide(observed: Observed) -> Plan:
 
     headless_service.reconcile(st)
     _create_pvcs(st)
-    # Workload and PodGroups before any Job: pods must find their gang (no-op without gang).
-    gang = gang_lifecycle.reconcile(st)
+    # Scheduling objects before any Job: deleted while suspended, else reconciled, and no Job
+    # before they are all there (no-op without spec.scheduling or a gang annotation).
+    gang = scheduling_objects.reconcile(st)
+    if gang.failed:
+        return _failed(st)
+    if not gang.ready:
+        return _finish(st)
+    # A scheduling config changed while suspended: Jobs made for the old one are recreated.
+    if stale_jobs.recreate(st, children.active, gang.plan):
+        return _finish(st)
     if st.gate(c.GATE_ELASTIC_JOBSET):
         _sync_job_scaling(st, children.active)
     if not gang.blocked:
         execution_attempts.sync(st, children)
         held = _create_jobs(st, children, statuses, restart_job_gate)
-        gang_lifecycle.link_jobs(st, gang)
+        scheduling_objects.link_jobs(st, gang)
         if held:
             return _creation_failed(st, held)
 
@@ -275,6 +284,13 @@ def _creation_failed(st: PassState, held: list[ObservedJob]) -> Plan:
     st.explain(f"job(s) {', '.join(names)} cannot be created: a Job of that name exists and is "
                "not controlled by this JobSet; the pass stops there, without a status write")
     st.requeue_after = name_conflicts.backoff(st, held)
+    return _failed(st)
+
+
+def _failed(st: PassState) -> Plan:
+    """A reconcile that returns an error: what was done stands, the status of the pass is not
+    written, and the pass is retried after st.requeue_after."""
+    js = st.js
     return Plan(actions=list(st.actions), status=_normalized_status(copy_json(js.status)),
                 requeue_after_seconds=whole_seconds(st.requeue_after),
                 requeue_after=st.requeue_after, explanation=st.explanation,

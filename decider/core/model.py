@@ -51,6 +51,9 @@ class PodTemplateSummary:
     # MutablePodResourcesForSuspendedJobSets writes new resources into them. None: not sent.
     containers: list[Any] | None = None
     init_containers: list[Any] | None = None
+    # spec.schedulingGroup: False when absent; then pod_group_name says nothing.
+    scheduling_group: bool = False
+    pod_group_name: str | None = None
 
 
 @dataclass(slots=True)

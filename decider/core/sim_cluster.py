@@ -35,9 +35,10 @@ from decider.core.model import (
 from decider.core.state import copy_json, format_time, merge_patch
 
 DEFAULT_FAILURE_REASON = "BackoffLimitExceeded"
-_CREATES = {"CreateService", "CreatePVC", "CreateWorkload", "CreatePodGroup"}
-_DELETES = {"DeleteWorkload", "DeletePodGroup"}
-_PATCHES = {"PatchWorkload", "PatchPodGroup", "UpdateService"}
+_CREATES = {"CreateService", "CreatePVC", "CreateWorkload", "CreatePodGroup",
+            "CreateCompositePodGroup"}
+_DELETES = {"DeleteWorkload", "DeletePodGroup", "DeleteCompositePodGroup"}
+_PATCHES = {"PatchWorkload", "PatchPodGroup", "PatchCompositePodGroup", "UpdateService"}
 
 
 def pods_of(job: ObservedJob) -> int:
@@ -72,11 +73,15 @@ def _gates(raw: Any) -> list[str]:
 def _template(template: dict[str, Any]) -> PodTemplateSummary:
     meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
+    group = spec.get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, dict) else None
     return PodTemplateSummary(labels=dict(meta.get("labels") or {}),
                               annotations=dict(meta.get("annotations") or {}),
                               node_selector=dict(spec.get("nodeSelector") or {}),
                               tolerations=_tolerations(spec.get("tolerations")),
-                              scheduling_gates=_gates(spec.get("schedulingGates")))
+                              scheduling_gates=_gates(spec.get("schedulingGates")),
+                              scheduling_group=isinstance(group, dict),
+                              pod_group_name=name if isinstance(name, str) else None)
 
 
 def _controller_uid(meta: Mapping[str, Any]) -> str:
@@ -113,7 +118,8 @@ def _patched_template(current: PodTemplateSummary | None,
         tolerations=_tolerations(spec["tolerations"]) if "tolerations" in spec
         else pt.tolerations,
         scheduling_gates=_gates(spec["schedulingGates"]) if "schedulingGates" in spec
-        else pt.scheduling_gates)
+        else pt.scheduling_gates,
+        scheduling_group=pt.scheduling_group, pod_group_name=pt.pod_group_name)
 
 
 def patched_job(job: ObservedJob, patch: dict[str, Any]) -> ObservedJob:

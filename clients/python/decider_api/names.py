@@ -23,6 +23,9 @@ ACTION_NAMES = {
     pb.ACTION_TYPE_PATCH_WORKLOAD: "PatchWorkload",
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PatchPodGroup",
     pb.ACTION_TYPE_UPDATE_SERVICE: "UpdateService",
+    pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP: "CreateCompositePodGroup",
+    pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP: "DeleteCompositePodGroup",
+    pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP: "PatchCompositePodGroup",
 }
 ACTION_TYPES = {name: value for value, name in ACTION_NAMES.items()}
 SIMULATION_EVENT_NAMES = {

@@ -112,7 +112,15 @@ def _pod_template(template: dict[str, Any], field: str) -> pb.PodTemplateSummary
     gates = spec.get("schedulingGates") or []
     if not isinstance(gates, list):
         raise ObservationError(f"{field}.spec.schedulingGates", "must be a list")
+    group = None
+    if spec.get("schedulingGroup") is not None:
+        raw = _map(spec["schedulingGroup"], f"{field}.spec.schedulingGroup")
+        group = pb.PodSchedulingGroup()
+        if raw.get("podGroupName") is not None:
+            group.pod_group_name = _str(raw["podGroupName"],
+                                        f"{field}.spec.schedulingGroup.podGroupName")
     return pb.PodTemplateSummary(
+        scheduling_group=group,
         labels=_str_map(meta.get("labels"), f"{field}.metadata.labels"),
         annotations=_str_map(meta.get("annotations"), f"{field}.metadata.annotations"),
         node_selector=_str_map(spec.get("nodeSelector"), f"{field}.spec.nodeSelector"),

@@ -128,7 +128,14 @@ def jobset_gang(
     gen, _native, renderer = resolve_target(target, api_version)
     found = _existing(existing)
     f = facts.read_jobset(jobset)
-    result = design.design_jobset(f, gen.jobset_naming, gates)
+    try:
+        result = design.design_jobset(f, gen.jobset_naming, gates)
+    except InvalidInput:
+        if f.mode is not None or f.scheduling is None or not (f.finished or f.suspended):
+            raise
+        # Upstream deletes a suspended or finished JobSet's objects by label and name without
+        # compiling its spec: one that no longer compiles still gets its objects removed.
+        return _delete_only(f, gen, renderer, found)
     if result.design is None:
         return None
     d = result.design
@@ -147,6 +154,16 @@ def jobset_gang(
         else objects.ProjectDrift()
     objects.reconcile(plan, f, rendered, found, renderer, judge, d.workload_name)
     plan.explanation.extend(status.explain(found, d, renderer))
+    return plan
+
+
+def _delete_only(f: facts.JobSetFacts, gen: Generation, renderer: GangTarget,
+                 found: list[dict[str, Any]]) -> GangPlan:
+    from decider.core.gang.model import Rendered
+
+    plan = GangPlan(mode="none", upstream=True)
+    objects.reconcile(plan, f, Rendered(None, [], {}), found, renderer, objects.UpstreamDrift(),
+                      gen.jobset_naming.workload(f))
     return plan
 
 

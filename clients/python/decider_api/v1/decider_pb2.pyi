@@ -31,6 +31,9 @@ class ActionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_TYPE_PATCH_WORKLOAD: _ClassVar[ActionType]
     ACTION_TYPE_PATCH_POD_GROUP: _ClassVar[ActionType]
     ACTION_TYPE_UPDATE_SERVICE: _ClassVar[ActionType]
+    ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP: _ClassVar[ActionType]
+    ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP: _ClassVar[ActionType]
+    ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP: _ClassVar[ActionType]
 
 class SimulationEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -60,6 +63,9 @@ ACTION_TYPE_EVENT: ActionType
 ACTION_TYPE_PATCH_WORKLOAD: ActionType
 ACTION_TYPE_PATCH_POD_GROUP: ActionType
 ACTION_TYPE_UPDATE_SERVICE: ActionType
+ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP: ActionType
+ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP: ActionType
+ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP: ActionType
 SIMULATION_EVENT_TYPE_UNSPECIFIED: SimulationEventType
 SIMULATION_EVENT_TYPE_JOB_FAILED: SimulationEventType
 SIMULATION_EVENT_TYPE_JOB_SUCCEEDED: SimulationEventType
@@ -117,7 +123,7 @@ class Toleration(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
 
 class PodTemplateSummary(_message.Message):
-    __slots__ = ("labels", "annotations", "node_selector", "tolerations", "scheduling_gates", "containers_json", "init_containers_json")
+    __slots__ = ("labels", "annotations", "node_selector", "tolerations", "scheduling_gates", "containers_json", "init_containers_json", "scheduling_group")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +152,7 @@ class PodTemplateSummary(_message.Message):
     SCHEDULING_GATES_FIELD_NUMBER: _ClassVar[int]
     CONTAINERS_JSON_FIELD_NUMBER: _ClassVar[int]
     INIT_CONTAINERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GROUP_FIELD_NUMBER: _ClassVar[int]
     labels: _containers.ScalarMap[str, str]
     annotations: _containers.ScalarMap[str, str]
     node_selector: _containers.ScalarMap[str, str]
@@ -153,7 +160,14 @@ class PodTemplateSummary(_message.Message):
     scheduling_gates: _containers.RepeatedScalarFieldContainer[str]
     containers_json: str
     init_containers_json: str
-    def __init__(self, labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., containers_json: _Optional[str] = ..., init_containers_json: _Optional[str] = ...) -> None: ...
+    scheduling_group: PodSchedulingGroup
+    def __init__(self, labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., containers_json: _Optional[str] = ..., init_containers_json: _Optional[str] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ...) -> None: ...
+
+class PodSchedulingGroup(_message.Message):
+    __slots__ = ("pod_group_name",)
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod_group_name: str
+    def __init__(self, pod_group_name: _Optional[str] = ...) -> None: ...
 
 class ObservedJob(_message.Message):
     __slots__ = ("name", "uid", "controller_uid", "labels", "annotations", "suspend", "parallelism", "completions", "active", "ready", "succeeded", "failed", "conditions", "creation_timestamp", "deletion_timestamp", "start_time", "pod_template", "resource_version")

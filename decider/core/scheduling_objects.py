@@ -1,10 +1,23 @@
-"""The JobSet controller's gang step inside Decide: Workload and PodGroups around the child Jobs.
+"""The JobSet controller's scheduling-objects step inside Decide: Workload, CompositePodGroups
+and PodGroups around the child Jobs (jobset_controller.go@4f0cbded, after the headless Service
+and the PVCs, before stale-Job recreation and Job creation).
 
-Runs only for a JobSet that asks for gang scheduling (annotation
-``jobset-decider.io/gang-policy`` or ``spec.scheduling``); any other JobSet's plan is exactly
-what it was before gang scheduling existed. The rules live in ``decider.core.gang.jobset_gang``;
-this module turns its plan into actions, in upstream's order (after the headless Service, before
-the Jobs), and links the Jobs created in the same pass to their PodGroups.
+Runs only for a JobSet that asks for it: upstream's ``spec.scheduling`` with the
+JobSetWorkloadAwareSchedulingAPI gate on (with it off the field is ignored, as upstream's
+controller ignores it), or this project's annotation ``jobset-decider.io/gang-policy``. Any
+other JobSet's plan is exactly what it was before gang scheduling existed. The rules live in
+``decider.core.gang.jobset_gang``; this module turns its plan into actions and links the Jobs
+created in the same pass to their groups.
+
+``spec.scheduling`` follows upstream's lifecycle:
+- suspended: its objects are deleted (recreated on resume);
+- otherwise they are reconciled, then the readiness gate: a pass that had to create, wait for or
+  delete any of them ends there, status written, and the Jobs come on the pass its objects'
+  events start (upstream reads them back through its cache, so a Job is never created beside a
+  Workload that is not there yet);
+- a failure (a same-named object someone else controls, a spec that does not compile) is a
+  Warning event ``SchedulingObjectsReconcileFailed`` with upstream's error text, and the pass
+  ends as a failed reconcile does: no status write, retried with backoff.
 
 Lifecycle, as KEP-969 (WAS integration) describes it:
 - created suspended: nothing; suspend or finish: delete the objects (PodGroups first, uid
@@ -29,22 +42,27 @@ from datetime import timedelta
 from typing import Any
 
 from decider.core import constants as c
+from decider.core import name_conflicts
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import KUBERNETES, NEWEST, GangPlan, OwnershipConflict, jobset_gang
 from decider.core.gang.jobset_facts import GANG_POLICY_ANNOTATION
 from decider.core.model import Action, Event
 from decider.core.plain_json import is_plain
-from decider.core.state import PassState, merge_patch
+from decider.core.state import PassState, merge_patch, parse_time
 
-GANG_KINDS = ("Workload", "PodGroup")
+GANG_KINDS = ("Workload", "PodGroup", "CompositePodGroup")
 CONFLICT_REASON = "GangObjectConflict"
+FAILED_REASON = "SchedulingObjectsReconcileFailed"
 # Upstream retries a failed reconcile with backoff; the shim only watches objects the JobSet
 # owns, so the foreign object going away would not wake this JobSet up: ask again.
 CONFLICT_REQUEUE_SECONDS = 30
 
-_CREATE = {"Workload": "CreateWorkload", "PodGroup": "CreatePodGroup"}
-_DELETE = {"Workload": "DeleteWorkload", "PodGroup": "DeletePodGroup"}
-_PATCH = {"Workload": "PatchWorkload", "PodGroup": "PatchPodGroup"}
+_CREATE = {"Workload": "CreateWorkload", "PodGroup": "CreatePodGroup",
+           "CompositePodGroup": "CreateCompositePodGroup"}
+_DELETE = {"Workload": "DeleteWorkload", "PodGroup": "DeletePodGroup",
+           "CompositePodGroup": "DeleteCompositePodGroup"}
+_PATCH = {"Workload": "PatchWorkload", "PodGroup": "PatchPodGroup",
+          "CompositePodGroup": "PatchCompositePodGroup"}
 
 
 @dataclass(slots=True)
@@ -55,15 +73,25 @@ class GangStep:
     # Create and resume no Job: a same-named object is controlled by someone else, or one of
     # ours is still being deleted (pods would join, and keep alive, the group going away).
     blocked: bool = False
+    # spec.scheduling: the objects are not all there, live and matching: the pass ends here.
+    ready: bool = True
+    # spec.scheduling: the step failed (its Warning event is planned): the pass ends as a failed
+    # reconcile, without a status write.
+    failed: bool = False
 
 
-def asks_for_gang(jobset: dict[str, Any]) -> bool:
+def asks_for_gang(jobset: dict[str, Any], was_gate: bool = True) -> bool:
     """Cheap test that keeps every other JobSet off the gang path entirely."""
     meta = jobset.get("metadata")
     spec = jobset.get("spec")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if isinstance(annotations, dict) and GANG_POLICY_ANNOTATION in annotations:
         return True
+    return was_gate and isinstance(spec, dict) and spec.get("scheduling") is not None
+
+
+def _ignored(jobset: dict[str, Any]) -> bool:
+    spec = jobset.get("spec")
     return isinstance(spec, dict) and spec.get("scheduling") is not None
 
 
@@ -97,28 +125,92 @@ def _remap(error: FieldError, index: list[int]) -> FieldError:
 
 
 def reconcile(st: PassState) -> GangStep:
-    """The gang step of one pass: actions for the Workload/PodGroups, and what Jobs need."""
-    if not asks_for_gang(st.observed.jobset):
+    """The gang step of one pass: actions for the scheduling objects, and what Jobs need."""
+    was = st.gate(c.GATE_WORKLOAD_AWARE_SCHEDULING)
+    if not asks_for_gang(st.observed.jobset, was):
+        if _ignored(st.observed.jobset):
+            st.explain("spec.scheduling is not reconciled: the JobSetWorkloadAwareSchedulingAPI "
+                       "gate is off (no Workload, no PodGroup, no Job annotation)")
         return GangStep()
     opts = st.options
     existing, index = _existing(st)
+    gates = dict(opts.feature_gates)
     try:
         plan = jobset_gang(
             st.observed.jobset,
             opts.gang_api_version or NEWEST,
             existing,
             opts.gang_target or KUBERNETES,
+            {**c.GATE_DEFAULTS, **gates},
         )
     except OwnershipConflict as exc:
+        upstream = getattr(exc, "upstream_message", None)
+        partial = getattr(exc, "partial", None)
+        if partial is not None and partial.upstream and upstream:
+            _act(st, partial)
+            return _fail(st, upstream, _foreign_created(existing, exc))
         _refuse(st, [_remap(e, index) for e in exc.errors])
         return GangStep(blocked=True)
+    except InvalidInput as exc:
+        if not _upstream(st.observed.jobset) or _malformed(exc):
+            raise
+        return _fail(st, "building Workload: " + "; ".join(str(e) for e in exc.errors), None)
     if plan is None:
         return GangStep()
     _act(st, plan)
+    if plan.upstream:
+        if not plan.ready:
+            st.explain("scheduling objects are not all in place yet: no Job is created or "
+                       "resumed in this pass (their events bring the next one)")
+        return GangStep(plan=plan, ready=plan.ready)
     # Objects of ours still terminating: their successors are not created yet, and Jobs wait
     # too. No requeue: the shim watches the gang objects the JobSet owns, so the deletion that
     # frees the names wakes the JobSet, as a terminating child Job's does.
     return GangStep(plan=plan, blocked=bool(plan.waiting))
+
+
+def _upstream(jobset: dict[str, Any]) -> bool:
+    meta = jobset.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return not (isinstance(annotations, dict) and GANG_POLICY_ANNOTATION in annotations)
+
+
+def _malformed(exc: InvalidInput) -> bool:
+    """A JSON type error in the input (Decide refuses it) rather than a rule violation of a
+    well-formed spec.scheduling (which upstream's controller reports as a failed reconcile)."""
+    return any("must be " in e.message and ", got " in e.message for e in exc.errors)
+
+
+def _foreign_created(existing: list[dict[str, Any]], exc: OwnershipConflict) -> str | None:
+    """The creationTimestamp of the object we may not adopt, for the backoff."""
+    for error in exc.errors:
+        head = error.field.split("]", 1)[0]
+        if head.startswith("existing["):
+            k = int(head[len("existing["):])
+            meta = existing[k].get("metadata") if 0 <= k < len(existing) else None
+            stamp = meta.get("creationTimestamp") if isinstance(meta, dict) else None
+            return stamp if isinstance(stamp, str) else None
+    return None
+
+
+def _fail(st: PassState, message: str, since: str | None) -> GangStep:
+    """Upstream records the error as a Warning event at once and returns it: the pass stops,
+    its status changes are not written, and controller-runtime retries with backoff (here
+    without memory: as long as the failure has lasted, 1 s to 1000 s, as name_conflicts)."""
+    js = st.js
+    st.act(Action(type="Event", name=js.name, namespace=js.namespace, api_version=c.API_VERSION,
+                  kind=c.KIND, uid=js.uid,
+                  event=Event(type=c.WARNING, reason=FAILED_REASON, message=message),
+                  reason=FAILED_REASON))
+    st.explain(f"scheduling objects could not be reconciled: {message}; the pass stops there "
+               "(no Job is created or resumed, no status write) and is retried")
+    began = [parse_time(str((js.raw.get("metadata") or {}).get("creationTimestamp") or ""))]
+    if since:
+        began.append(parse_time(since))
+    known = [t for t in began if t is not None]
+    lasted = st.now - max(known) if known else timedelta(0)
+    st.requeue_after = min(name_conflicts.MAX_BACKOFF, max(name_conflicts.MIN_BACKOFF, lasted))
+    return GangStep(failed=True, ready=False)
 
 
 def _refuse(st: PassState, errors: list[FieldError]) -> None:
@@ -141,8 +233,8 @@ def _act(st: PassState, plan: GangPlan) -> None:
     for ref in plan.deletes:
         kind = str(ref.get("kind"))
         st.act(Action(type=_DELETE.get(kind, "DeletePodGroup"), name=str(ref.get("name")),
-                      api_version=str(ref.get("apiVersion")), kind=kind,
-                      uid=str(ref.get("uid") or ""),
+                      namespace=st.js.namespace, api_version=str(ref.get("apiVersion")),
+                      kind=kind, uid=str(ref.get("uid") or ""),
                       reason=f"the JobSet's {kind} is removed (suspend, finish or drift)"))
     for obj in plan.objects:
         kind = obj["kind"]

@@ -16,7 +16,7 @@ import pytest
 
 from decider.core import constants as c
 from decider.core import decide as decide_module
-from decider.core import gang_lifecycle
+from decider.core import scheduling_objects
 from decider.core.decide import decide
 from decider.core.errors import InvalidInput
 from decider.core.gang import API_VERSIONS, jobset_gang
@@ -154,8 +154,16 @@ def test_each_generation_and_target_links_jobs_as_the_core_plans(api_version: st
         api_version, "scheduling.x-k8s.io/v1alpha1", "scheduling.volcano.sh/v1beta1"}
 
 
-def test_upstream_spec_scheduling_asks_for_gang_too() -> None:
+def test_upstream_spec_scheduling_needs_its_gate() -> None:
+    """integration (feature gate disabled): should skip scheduling reconciliation even if
+    scheduling field is set: Jobs as without it, no object, no annotation."""
     plan = run(gang_jobset(None, scheduling={}), api_version="scheduling.k8s.io/v1alpha2")
+    assert [t for t, _ in types(plan)][1:4] == ["CreateJob"] * 3
+    assert not any(GROUP_TEMPLATE in j["metadata"].get("annotations", {})
+                   for j in created(plan, "CreateJob"))
+    assert any("JobSetWorkloadAwareSchedulingAPI gate is off" in s for s in plan.explanation)
+    plan = run(gang_jobset(None, scheduling={}), api_version="scheduling.k8s.io/v1alpha2",
+               gates={"JobSetWorkloadAwareSchedulingAPI": True})
     assert [t for t, _ in types(plan)][1:3] == ["CreateWorkload", "CreatePodGroup"]
     assert created(plan, "CreateWorkload")[0]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
 
@@ -281,8 +289,8 @@ def test_a_foreign_object_is_not_adopted_and_no_job_is_created() -> None:
     assert "refusing to adopt it" in events[0].event.message
     assert (events[0].api_version, events[0].kind, events[0].name) == (c.API_VERSION, c.KIND,
                                                                        "js")
-    assert plan.requeue_after_seconds == gang_lifecycle.CONFLICT_REQUEUE_SECONDS
-    assert plan.requeue_after == timedelta(seconds=gang_lifecycle.CONFLICT_REQUEUE_SECONDS)
+    assert plan.requeue_after_seconds == scheduling_objects.CONFLICT_REQUEUE_SECONDS
+    assert plan.requeue_after == timedelta(seconds=scheduling_objects.CONFLICT_REQUEUE_SECONDS)
     assert any("gang scheduling refused" in s for s in plan.explanation)
 
 
@@ -332,9 +340,9 @@ def test_jobsets_without_gang_config_get_the_plan_they_always_got(
                             name="js", controller_uid=UID)]
     with_gang_step = run(js, jobs, stray, api_version="scheduling.k8s.io/v1alpha1",
                          target="volcano")
-    monkeypatch.setattr(decide_module.gang_lifecycle, "reconcile",
-                        lambda st: gang_lifecycle.GangStep())
-    monkeypatch.setattr(decide_module.gang_lifecycle, "link_jobs", lambda st, step: None)
+    monkeypatch.setattr(decide_module.scheduling_objects, "reconcile",
+                        lambda st: scheduling_objects.GangStep())
+    monkeypatch.setattr(decide_module.scheduling_objects, "link_jobs", lambda st, step: None)
     without = run(js, jobs, stray)
     assert with_gang_step == without
     assert not [t for t, _ in types(with_gang_step) if t in GANG_ACTIONS]
@@ -342,6 +350,6 @@ def test_jobsets_without_gang_config_get_the_plan_they_always_got(
 
 def test_merge_patch_is_rfc7386() -> None:
     target = {"a": 1, "b": {"c": 2, "d": 3}, "e": [1]}
-    out = gang_lifecycle.merge_patch(target, {"b": {"c": None, "x": [1, 2]}, "e": {"f": 1},
+    out = scheduling_objects.merge_patch(target, {"b": {"c": None, "x": [1, 2]}, "e": {"f": 1},
                                               "g": None})
     assert out == {"a": 1, "b": {"d": 3, "x": [1, 2]}, "e": {"f": 1}}
