@@ -563,3 +563,56 @@ def test_job_scenarios_with_existing_objects_match_the_core(
     assert code == 0, err
     assert local == remote
     assert json.loads(local) == want
+
+
+# --- upstream's spec.scheduling and the CompositePodGroup tree ------------------------------------
+
+SCHEDULING_JOBSET = ROOT / "examples" / "scheduling-jobset.yaml"
+
+
+@pytest.mark.parametrize("command", ["gang", "podsets"])
+@pytest.mark.parametrize("gates", [[], ["--feature-gates", "JobSetGangOfGangs=true"]])
+def test_scheduling_example_in_process_and_over_grpc(command: str, gates: list[str],
+                                                     server: BackgroundServer,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, local, err = run_cli(capsys, command, "-f", str(SCHEDULING_JOBSET), *gates)
+    assert code == 0, err
+    code, remote, err = run_cli(capsys, command, "-f", str(SCHEDULING_JOBSET), *gates,
+                                "--server", server.target)
+    assert code == 0, err
+    assert remote == local
+    out = json.loads(local)
+    if command == "gang":
+        kinds = [o["kind"] for o in out["objects"]]
+        assert out["mode"] == ("gangOfGangs" if gates else "perReplicatedJob")
+        assert ("CompositePodGroup" in kinds) == bool(gates)
+    else:
+        workers = out["podSets"][1]["gang"]
+        assert ("compositePodGroups" in workers) == bool(gates)
+
+
+def test_decide_waits_for_the_scheduling_objects(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's two passes: the Workload and PodGroups first, the Jobs once they are seen."""
+    gates = ["--feature-gates", "JobSetWorkloadAwareSchedulingAPI=true", "--now", NOW]
+    code, out, err = run_cli(capsys, "decide", "-f", str(SCHEDULING_JOBSET), *gates)
+    assert code == 0, err
+    first = json.loads(out)
+    made = [a for a in first["actions"] if a["type"] in ("CreateWorkload", "CreatePodGroup")]
+    assert len(made) == 3 and not [a for a in first["actions"] if a["type"] == "CreateJob"]
+    served = []
+    for a in made:
+        obj = a["object"]
+        obj["metadata"]["uid"] = f"uid-{a['name']}"
+        served.append(obj)
+    path = write(tmp_path, load(SCHEDULING_JOBSET), *served)
+    code, out, err = run_cli(capsys, "decide", "-f", path, *gates)
+    assert code == 0, err
+    jobs = [a for a in json.loads(out)["actions"] if a["type"] == "CreateJob"]
+    assert [j["name"] for j in jobs] == ["trainer-driver-0", "trainer-workers-0",
+                                         "trainer-workers-1"]
+    assert all(j["object"]["metadata"]["annotations"]["scheduling.k8s.io/group-template-name"]
+               for j in jobs)
+    code, out, err = run_cli(capsys, "decide", "-f", str(SCHEDULING_JOBSET), "--now", NOW)
+    assert code == 0, err
+    assert [a["type"] for a in json.loads(out)["actions"]][:2] == ["CreateService", "CreateJob"]

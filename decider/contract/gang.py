@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from decider.contract import limits
-from decider.contract.convert import _dumps, gang_choice, parse_object
+from decider.contract.convert import _dumps, feature_gates, gang_choice, parse_object
 from decider.contract.limits import Limits
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import Toleration
@@ -54,8 +54,9 @@ def plan_gang_response(req: pb.PlanGangRequest,
     obj = _subject(req.object_json, lim)
     api_version, target = gang_choice(req.options)
     existing = _gang_objects(req.objects, lim)
+    gates = feature_gates(req.options)
     try:
-        plan = plan_gang(obj, existing, api_version, target)
+        plan = plan_gang(obj, existing, api_version, target, gates)
     except InvalidInput as exc:
         raise _remap_existing(exc) from None
     return pb.PlanGangResponse(
@@ -86,7 +87,7 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
     obj = _subject(req.object_json, lim)
     api_version, _ = gang_choice(req.options)
     out = pb.PodSetsResponse()
-    for info in pod_sets(obj, api_version):
+    for info in pod_sets(obj, api_version, feature_gates(req.options)):
         msg = out.pod_sets.add(name=info.name, count=info.count, warnings=info.warnings)
         if info.replicated_job is not None:
             msg.replicated_job = info.replicated_job
@@ -98,6 +99,12 @@ def pod_sets_response(req: pb.PodSetsRequest, lim: Limits = limits.DEFAULT) -> p
             msg.gang.pod_sets.extend(info.gang_pod_sets)
             if info.gang_min_count is not None:
                 msg.gang.min_count = info.gang_min_count
+            msg.gang.pod_groups.extend(info.gang_pod_groups)
+            for c in info.gang_composites:
+                group = msg.gang.composite_groups.add(name=c["name"], template=c["template"],
+                                                      children=c["children"])
+                if c["minGroupCount"] is not None:
+                    group.min_group_count = c["minGroupCount"]
         msg.pod_requests.update(info.pod_requests)
         msg.total_requests.update(info.total_requests)
         msg.node_selector.update(info.node_selector)

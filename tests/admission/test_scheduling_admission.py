@@ -450,6 +450,9 @@ def test_superseded_spelling_names_the_new_one(scheduling: dict[str, Any], field
                   "cannot exceed the number of child groups (2)"],
                  id="tree/minGroupCount-above-its-children"),
     pytest.param({"replicatedJobs": [entry("driver"), entry(
+        "workers", disruptionMode={"all": {}}, job={"schedulingPolicy": {"gang": {}}})]}, [],
+        id="tree/entry-blocks-beside-job-configure-its-CompositePodGroup"),
+    pytest.param({"replicatedJobs": [entry("driver"), entry(
         "workers", schedulingPolicy={"gang": {"minGroupCount": 0}})]},
         ["spec.scheduling.replicatedJobs[1].schedulingPolicy.gang: minGroupCount must be a "
          "positive integer"], id="tree/minGroupCount-positive"),
@@ -459,7 +462,7 @@ def test_gang_of_gangs_admission(scheduling: dict[str, Any], expected: list[str]
     assert said(validate_create(obj, TREE)) == expected
     if not expected:
         assert any("cannot be set together with replicatedJobs" in e or
-                   "minGroupCount is not supported" in e
+                   "minGroupCount is not supported" in e or "when job is set" in e
                    for e in said(validate_create(obj, ON)))
 
 

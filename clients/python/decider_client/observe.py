@@ -94,7 +94,9 @@ def build_raw_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, A
 
 
 def build_plan_gang_request(obj: dict[str, Any], existing: Iterable[dict[str, Any]] = (),
-                            api_version: str = "", target: str = "") -> pb.PlanGangRequest:
+                            api_version: str = "", target: str = "",
+                            feature_gates: Mapping[str, bool] | None = None
+                            ) -> pb.PlanGangRequest:
     """A Job or JobSet and the Workloads/PodGroups that exist -> PlanGangRequest.
 
     Jobs and Pods among `existing` are left out: the gang plan never reads them.
@@ -102,7 +104,8 @@ def build_plan_gang_request(obj: dict[str, Any], existing: Iterable[dict[str, An
     if not isinstance(obj, dict):
         raise ObservationError("object", "must be an object")
     req = pb.PlanGangRequest(object_json=json.dumps(obj, separators=(",", ":")),
-                             options=options(gang_api_version=api_version, gang_target=target))
+                             options=options(feature_gates=feature_gates,
+                                             gang_api_version=api_version, gang_target=target))
     for other in existing:
         if not isinstance(other, dict):
             raise ObservationError("objects", "every object must be a JSON object")
@@ -112,8 +115,10 @@ def build_plan_gang_request(obj: dict[str, Any], existing: Iterable[dict[str, An
     return req
 
 
-def build_pod_sets_request(obj: dict[str, Any], api_version: str = "") -> pb.PodSetsRequest:
+def build_pod_sets_request(obj: dict[str, Any], api_version: str = "",
+                           feature_gates: Mapping[str, bool] | None = None) -> pb.PodSetsRequest:
     if not isinstance(obj, dict):
         raise ObservationError("object", "must be an object")
     return pb.PodSetsRequest(object_json=json.dumps(obj, separators=(",", ":")),
-                             options=options(gang_api_version=api_version))
+                             options=options(feature_gates=feature_gates,
+                                             gang_api_version=api_version))

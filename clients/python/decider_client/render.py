@@ -150,6 +150,13 @@ def pod_sets_to_dict(response: pb.PodSetsResponse) -> dict[str, Any]:
             gang = {"podGroup": ps.gang.pod_group, "template": ps.gang.template,
                     "minCount": ps.gang.min_count if ps.gang.HasField("min_count") else None,
                     "podSets": list(ps.gang.pod_sets)}
+            if ps.gang.composite_groups:  # JobSetGangOfGangs: the tree above the pod set
+                gang["podGroups"] = list(ps.gang.pod_groups)
+                gang["compositePodGroups"] = [
+                    {"name": c.name, "template": c.template,
+                     "minGroupCount": c.min_group_count if c.HasField("min_group_count")
+                     else None, "children": c.children}
+                    for c in ps.gang.composite_groups]
         sets.append({"name": ps.name, "count": ps.count,
                      **({"minCount": ps.min_count} if ps.HasField("min_count") else {}),
                      "replicatedJob": ps.replicated_job if ps.HasField("replicated_job")

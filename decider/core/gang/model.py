@@ -188,6 +188,10 @@ class PodSetInfo:
     topology_request: dict[str, Any] | None = None
     # Kueue's minCount for partial admission (a Job's kueue.x-k8s.io/job-min-parallelism).
     min_count: int | None = None
+    # JobSetGangOfGangs: every PodGroup of the pod set (one per Job), and the CompositePodGroups
+    # above them, nearest first ({name, template, minGroupCount, children}).
+    gang_pod_groups: tuple[str, ...] = ()
+    gang_composites: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         # minCount only where Kueue sets one, as its PodSet's JSON (omitempty) shows it.
@@ -204,6 +208,10 @@ class PodSetInfo:
                 "template": self.gang_template,
                 "minCount": self.gang_min_count,
                 "podSets": list(self.gang_pod_sets),
+                # Only with the tree, so a flat plan's JSON is what it always was.
+                **({"podGroups": list(self.gang_pod_groups),
+                    "compositePodGroups": [dict(c) for c in self.gang_composites]}
+                   if self.gang_composites else {}),
             },
             "warnings": list(self.warnings),
             "podRequests": dict(self.pod_requests),

@@ -17,7 +17,7 @@ from decider.core.gang import job as jobrules
 from decider.core.gang import jobset_design as design
 from decider.core.gang import jobset_facts as facts
 from decider.core.gang import kueue
-from decider.core.gang.model import Group, PodSetInfo
+from decider.core.gang.model import CompositeGroup, Group, PodSetInfo
 from decider.core.gang.plan import KUBERNETES, NEWEST, kind_of, resolve_target
 
 KUEUE_MAX_POD_SETS = 18
@@ -49,6 +49,7 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
     f = facts.read_jobset(obj, need_identity=False)
     result = design.design_jobset(f, gen.jobset_naming, gates)
     groups = result.design.groups if result.design else []
+    composites = {c.name: c for c in result.design.composites} if result.design else {}
     out = []
     for r in f.rjobs:
         count = _kueue_count(r)
@@ -62,6 +63,9 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
             )
         sets = [x.lower() for x in group.rjobs] if group else []
         info = _pod_set(r.name.lower(), count, r.name, group, sets, extra, f, len(mine))
+        if group is not None and group.parent is not None:
+            info = replace(info, gang_pod_groups=tuple(g.podgroup for g in mine),
+                           gang_composites=_ancestors(group.parent, composites))
         path = f"spec.replicatedJobs[{r.index}].template.spec.template"
         template = _rjob_template(obj, r.index)
         out.append(_with_details(info, kueue.pod_set_details(template, path, r.replicas)))
@@ -71,6 +75,18 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
             for p in out
         ]
     return out
+
+
+def _ancestors(name: str | None, composites: dict[str, CompositeGroup]
+               ) -> tuple[dict[str, Any], ...]:
+    """The CompositePodGroups above a leaf, nearest first, as a scheduler reads the tree."""
+    out = []
+    while name is not None and name in composites:
+        c = composites[name]
+        out.append({"name": c.name, "template": c.template, "minGroupCount": c.min_group_count,
+                    "children": c.children})
+        name = c.parent
+    return tuple(out)
 
 
 def _kueue_count(r: facts.RJob) -> int:

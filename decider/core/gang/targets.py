@@ -152,9 +152,7 @@ class _Native:
         return owners
 
     def _workload(self, design: Design, spec: dict[str, Any]) -> dict[str, Any]:
-        meta = _meta(design, design.workload_name, [dict(design.owner)])
-        if design.workload_labels:
-            meta = {**meta, "labels": dict(design.workload_labels)}
+        meta = _meta(design, design.workload_name, [dict(design.owner)], design.workload_labels)
         return {"apiVersion": self.key, "kind": "Workload", "metadata": meta, "spec": spec}
 
 

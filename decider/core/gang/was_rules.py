@@ -12,8 +12,11 @@ Invalid is its detail alone (as spec.network.subdomain's are), a Forbidden keeps
 "Forbidden: " and a TooMany its "Too many: 16: must have at most 8 items", so each reads as the
 tail of what kubectl prints after the field. The CRD's
 rule texts are not published in what upstream ships beside the tests; ours contain every
-phrase upstream's tests look for. JobSetGangOfGangs lifts two alpha rules (top-level fields
-with entries, ``minGroupCount``) and replaces the flat template count by the tree's limits.
+phrase upstream's tests look for. JobSetGangOfGangs lifts three alpha rules (top-level fields
+with entries, ``minGroupCount``, an entry's composite fields beside ``job``: in the tree they
+configure the entry's CompositePodGroup and ``job`` its leaves, as KEP-969's example has it) and
+replaces the flat template count by the tree's limits. Those three are the webhook's in this
+project's CRD (deploy/crd), which cannot know a gate.
 """
 
 from __future__ import annotations
@@ -179,7 +182,7 @@ def scheduling_cel_errors(raw: Any, sequenced: bool,
         if e.job is not None:
             if len(e.targets) != 1:
                 errs.append(FieldError(f"{e.path}.targetReplicatedJobs", JOB_ONE_TARGET))
-            if e.composite.any_set:
+            if e.composite.any_set and not tree:
                 errs.append(FieldError(f"{e.path}.job", JOB_EXCLUSIVE))
             _leaf_rules(e.job, f"{e.path}.job", errs)
     return errs
@@ -361,7 +364,7 @@ def webhook_errors(f: JobSetFacts, rjobs_raw: Any,
         if e.job is not None:
             if len(e.targets) != 1:
                 errs.append(invalid(tpath, list(e.targets), JOB_ONE_TARGET))
-            if e.composite.any_set:
+            if e.composite.any_set and not tree:
                 errs.append(invalid(f"{e.path}.job", True,
                                     "cannot be set together with schedulingPolicy, "
                                     "schedulingConstraints, or disruptionMode on the same "

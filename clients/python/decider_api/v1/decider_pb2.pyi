@@ -508,16 +508,32 @@ class PodSetsRequest(_message.Message):
     def __init__(self, object_json: _Optional[str] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
 
 class PodSetGang(_message.Message):
-    __slots__ = ("pod_group", "template", "min_count", "pod_sets")
+    __slots__ = ("pod_group", "template", "min_count", "pod_sets", "composite_groups", "pod_groups")
     POD_GROUP_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_FIELD_NUMBER: _ClassVar[int]
     MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
     POD_SETS_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUPS_FIELD_NUMBER: _ClassVar[int]
     pod_group: str
     template: str
     min_count: int
     pod_sets: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, pod_group: _Optional[str] = ..., template: _Optional[str] = ..., min_count: _Optional[int] = ..., pod_sets: _Optional[_Iterable[str]] = ...) -> None: ...
+    composite_groups: _containers.RepeatedCompositeFieldContainer[PodSetCompositeGroup]
+    pod_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pod_group: _Optional[str] = ..., template: _Optional[str] = ..., min_count: _Optional[int] = ..., pod_sets: _Optional[_Iterable[str]] = ..., composite_groups: _Optional[_Iterable[_Union[PodSetCompositeGroup, _Mapping]]] = ..., pod_groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PodSetCompositeGroup(_message.Message):
+    __slots__ = ("name", "template", "min_group_count", "children")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    MIN_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHILDREN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    template: str
+    min_group_count: int
+    children: int
+    def __init__(self, name: _Optional[str] = ..., template: _Optional[str] = ..., min_group_count: _Optional[int] = ..., children: _Optional[int] = ...) -> None: ...
 
 class PodSet(_message.Message):
     __slots__ = ("name", "count", "replicated_job", "gang", "warnings", "pod_requests", "total_requests", "node_selector", "tolerations", "topology_request", "min_count")
