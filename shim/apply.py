@@ -53,11 +53,13 @@ _CREATES = {
     pb.ACTION_TYPE_CREATE_PVC,
     pb.ACTION_TYPE_CREATE_WORKLOAD,
     pb.ACTION_TYPE_CREATE_POD_GROUP,
+    pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP,
 }
 _DELETES = {
     pb.ACTION_TYPE_DELETE_JOB,
     pb.ACTION_TYPE_DELETE_WORKLOAD,
     pb.ACTION_TYPE_DELETE_POD_GROUP,
+    pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP,
     pb.ACTION_TYPE_DELETE_JOB_SET,
 }
 _PATCHES = {
@@ -67,6 +69,7 @@ _PATCHES = {
     pb.ACTION_TYPE_PATCH_WORKLOAD,
     pb.ACTION_TYPE_PATCH_POD_GROUP,
     pb.ACTION_TYPE_UPDATE_SERVICE,
+    pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP,
 }
 # Kinds of the objects delete/patch actions name when the action does not say. The gang kinds'
 # versions are the shim's (--scheduling-api-version / --gang-target); these are fallbacks.
@@ -79,10 +82,12 @@ _DEFAULT_KIND = {
     pb.ACTION_TYPE_DELETE_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
     pb.ACTION_TYPE_PATCH_WORKLOAD: ("scheduling.k8s.io/v1alpha2", "Workload"),
     pb.ACTION_TYPE_PATCH_POD_GROUP: ("scheduling.k8s.io/v1alpha2", "PodGroup"),
+    pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP: ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"),
+    pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP: ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"),
     pb.ACTION_TYPE_DELETE_JOB_SET: (JOBSET_API_VERSION, "JobSet"),
     pb.ACTION_TYPE_UPDATE_SERVICE: ("v1", "Service"),
 }
-GANG_KINDS = ("Workload", "PodGroup")
+GANG_KINDS = ("Workload", "PodGroup", "CompositePodGroup")
 # The decider's reason for refusing a same-named gang object; a create that meets one uses it
 # too, so an operator finds both under one reason.
 # Upstream's controller uses an existing headless Service or PVC of the right name whoever owns
@@ -159,6 +164,11 @@ class Applier:
             (
                 (pb.ACTION_TYPE_DELETE_POD_GROUP, pb.ACTION_TYPE_PATCH_POD_GROUP),
                 "PodGroup",
+            ),
+            (
+                (pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP,
+                 pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP),
+                "CompositePodGroup",
             ),
         ):
             api_version = (gang_kinds or {}).get(kind)

@@ -24,6 +24,11 @@ _TARGET_PODGROUPS: dict[str, str] = {
     "volcano": "scheduling.volcano.sh/v1beta1",
 }
 GANG_TARGETS: tuple[str, ...] = (DEFAULT_GANG_TARGET, *_TARGET_PODGROUPS)
+# JobSetGangOfGangs (KEP-969): the tree lives in a v1beta1 Workload; its inner nodes are
+# CompositePodGroup objects, which only scheduling.k8s.io/v1alpha3 serves.
+GANG_OF_GANGS_GATE = "JobSetGangOfGangs"
+COMPOSITE_WORKLOAD_API_VERSION = "scheduling.k8s.io/v1beta1"
+COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _CHILD_KINDS: tuple[tuple[str, str], ...] = (
     ("batch/v1", "Job"),
@@ -35,11 +40,13 @@ _CHILD_KINDS: tuple[tuple[str, str], ...] = (
 def gang_kinds(
     scheduling_api_version: str = DEFAULT_SCHEDULING_API_VERSION,
     target: str = DEFAULT_GANG_TARGET,
+    gang_of_gangs: bool = False,
 ) -> tuple[tuple[str, str], ...]:
     """The (apiVersion, kind) of the gang objects Decide plans for this version and target.
 
     They must be the kinds the shim watches: an object the shim creates but never observes
-    would be planned again on every pass.
+    would be planned again on every pass. `gang_of_gangs` (the JobSetGangOfGangs gate) adds
+    the CompositePodGroups of a v1beta1 Workload's tree, which are v1alpha3 objects.
     """
     if target in _TARGET_PODGROUPS:
         return ((_TARGET_PODGROUPS[target], "PodGroup"),)
@@ -48,7 +55,10 @@ def gang_kinds(
     if scheduling_api_version == "scheduling.k8s.io/v1alpha1":
         # 1.35: the pod groups are embedded in the Workload; there is no PodGroup kind.
         return ((scheduling_api_version, "Workload"),)
-    return ((scheduling_api_version, "Workload"), (scheduling_api_version, "PodGroup"))
+    kinds = ((scheduling_api_version, "Workload"), (scheduling_api_version, "PodGroup"))
+    if gang_of_gangs and scheduling_api_version == COMPOSITE_WORKLOAD_API_VERSION:
+        kinds = (*kinds, (COMPOSITE_API_VERSION, "CompositePodGroup"))
+    return kinds
 
 
 DEFAULT_GANG_KINDS = gang_kinds()
@@ -128,7 +138,8 @@ class Config:
 
     @property
     def gang_kinds(self) -> tuple[tuple[str, str], ...]:
-        return gang_kinds(self.scheduling_api_version, self.gang_target)
+        return gang_kinds(self.scheduling_api_version, self.gang_target,
+                          self.feature_gates.get(GANG_OF_GANGS_GATE, False))
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -372,6 +383,12 @@ def parse_args(argv: Sequence[str] | None, env: Mapping[str, str] | None = None)
         feature_gates = parse_feature_gates(args.feature_gates)
     except ValueError as exc:
         parser.error(f"--feature-gates: {exc}")
+    if (feature_gates.get(GANG_OF_GANGS_GATE) and args.gang_target == DEFAULT_GANG_TARGET
+            and args.scheduling_api_version != COMPOSITE_WORKLOAD_API_VERSION):
+        # The decider would refuse every tree it is asked for: say it once, at start.
+        parser.error(f"--feature-gates {GANG_OF_GANGS_GATE}=true builds CompositePodGroup "
+                     f"trees, which need --scheduling-api-version "
+                     f"{COMPOSITE_WORKLOAD_API_VERSION} (got {args.scheduling_api_version})")
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
     return Config(
         kubeconfig=args.kubeconfig,

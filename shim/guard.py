@@ -7,8 +7,8 @@ JobSet it was decided for:
 
 - its namespace (the action's, and a created manifest's) is the JobSet's, or empty;
 - its kind is the one its type allows (CreateJob: batch/v1 Job, CreateService: v1 Service,
-  CreatePVC: v1 PersistentVolumeClaim, Workload/PodGroup actions: the gang kinds the shim is
-  configured for, UpdateStatus/DeleteJobSet/Event: this JobSet itself);
+  CreatePVC: v1 PersistentVolumeClaim, Workload/PodGroup/CompositePodGroup actions: the gang
+  kinds the shim is configured for, UpdateStatus/DeleteJobSet/Event: this JobSet itself);
 - what it creates is controlled by this JobSet (exactly one controller reference, to its UID),
   is named plainly (no generateName, no `/`), and is what the JobSet asked for where that is
   security-relevant: a Job's pod runs as the replicated Job's template says (service account,
@@ -17,10 +17,11 @@ JobSet it was decided for:
 - what it deletes or patches is an object this JobSet controlled when the plan was decided, named
   with its UID;
 - a patch has exactly the shape the decider emits for its type (suspend, resume with scheduling
-  directives, elastic parallelism, the headless Service's ports, gang minCount), so it cannot
-  rewrite owner references, the namespace or the pod's identity; a resume that rewrites the
-  Job's containers (MutablePodResourcesForSuspendedJobSets) changes nothing in them but
-  requests and limits, and only to what the JobSet's template says;
+  directives, elastic parallelism, the headless Service's ports, gang counts, a Workload's
+  template lists as they are but for their counts), so it cannot rewrite owner references, the
+  namespace or the pod's identity; a resume that rewrites the Job's containers
+  (MutablePodResourcesForSuspendedJobSets) changes nothing in them but requests and limits, and
+  only to what the JobSet's template says;
 - every identity a created object or a resume patch writes is this JobSet's: names, the
   jobset-name/-uid and Job labels and annotations, the pod's hostname and subdomain, the Job's
   selector, the Service's name and selector, the gang objects a pod joins
@@ -62,11 +63,13 @@ CREATES: dict[int, str] = {
     pb.ACTION_TYPE_CREATE_PVC: "PersistentVolumeClaim",
     pb.ACTION_TYPE_CREATE_WORKLOAD: "Workload",
     pb.ACTION_TYPE_CREATE_POD_GROUP: "PodGroup",
+    pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP: "CompositePodGroup",
 }
 DELETES: dict[int, str] = {
     pb.ACTION_TYPE_DELETE_JOB: "Job",
     pb.ACTION_TYPE_DELETE_WORKLOAD: "Workload",
     pb.ACTION_TYPE_DELETE_POD_GROUP: "PodGroup",
+    pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP: "CompositePodGroup",
 }
 PATCHES: dict[int, str] = {
     pb.ACTION_TYPE_SUSPEND_JOB: "Job",
@@ -75,6 +78,7 @@ PATCHES: dict[int, str] = {
     pb.ACTION_TYPE_PATCH_WORKLOAD: "Workload",
     pb.ACTION_TYPE_PATCH_POD_GROUP: "PodGroup",
     pb.ACTION_TYPE_UPDATE_SERVICE: "Service",
+    pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP: "CompositePodGroup",
 }
 # Actions on the JobSet itself.
 SELF = frozenset(
@@ -134,11 +138,12 @@ class PlanGuard:
 
 
 def _gang_creates(plan: pb.DecideResponse) -> list[Obj]:
-    """The manifests of the plan's Workload and PodGroup creates that parse (one that does not
-    is refused on its own)."""
+    """The manifests of the plan's Workload, CompositePodGroup and PodGroup creates that parse
+    (one that does not is refused on its own)."""
     out = []
     for a in plan.actions:
-        if a.type in (pb.ACTION_TYPE_CREATE_WORKLOAD, pb.ACTION_TYPE_CREATE_POD_GROUP):
+        if a.type in (pb.ACTION_TYPE_CREATE_WORKLOAD, pb.ACTION_TYPE_CREATE_POD_GROUP,
+                      pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP):
             try:
                 obj = json.loads(a.object_json or "null")
             except ValueError:
@@ -208,6 +213,8 @@ class _Context:
             if t == pb.ACTION_TYPE_RESUME_JOB:
                 content.resume_containers(patch, target, self.jobset)
                 self.identity.resume(target, a.patch_json)
+            if t in content.GANG_PATCHES:
+                content.gang_lists(a.patch_json, target)
         else:
             self._self(a)
 
@@ -302,6 +309,8 @@ class _Context:
             self.identity.pvc(obj)
         elif kind == "Workload":
             self.identity.workload(obj)
+        elif kind == "CompositePodGroup":
+            self.identity.composite_pod_group(obj)
         else:
             self.identity.pod_group(obj)
 

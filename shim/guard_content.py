@@ -220,7 +220,14 @@ def _list_of(shape: Shape) -> Callable[[Any], bool]:
 
 
 def _is_policy(v: Any) -> bool:
-    return v == {"basic": {}} or _fits(v, {"gang": {"minCount": _is_int}}, required=True)
+    return (v == {"basic": {}}
+            or _fits(v, {"gang": {"minCount": _is_int}}, required=True)
+            or _fits(v, {"gang": {"minGroupCount": _is_int}}, required=True))
+
+
+def _is_object_list(v: Any) -> bool:
+    # What a template list may hold is judged against the object's own list (gang_lists).
+    return isinstance(v, list) and all(isinstance(item, dict) for item in v)
 
 
 def _is_object_list(v: Any) -> bool:
@@ -285,16 +292,52 @@ _GANG_PATCH: tuple[Shape, Callable[[Obj], bool]] = (
         "spec": {
             "minMember": _is_int,
             "schedulingPolicy": _is_policy,
-            "podGroupTemplates": _list_of(
-                {"name": lambda v: isinstance(v, str), "schedulingPolicy": _is_policy}
-            ),
-            "podGroups": _list_of({"name": lambda v: isinstance(v, str), "policy": _is_policy}),
+            "podGroupTemplates": _is_object_list,
+            "podGroups": _is_object_list,
+            "compositePodGroupTemplates": _is_object_list,
         }
     },
-    lambda p: len(p["spec"]) == 1,
+    lambda p: len(p["spec"]) == 1 or set(p["spec"]) <= _GANG_LISTS,
 )
 PATCH_SHAPES[pb.ACTION_TYPE_PATCH_WORKLOAD] = _GANG_PATCH
 PATCH_SHAPES[pb.ACTION_TYPE_PATCH_POD_GROUP] = _GANG_PATCH
+PATCH_SHAPES[pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP] = _GANG_PATCH
+GANG_PATCHES = frozenset({pb.ACTION_TYPE_PATCH_WORKLOAD, pb.ACTION_TYPE_PATCH_POD_GROUP,
+                          pb.ACTION_TYPE_PATCH_COMPOSITE_POD_GROUP})
+# A Workload's template lists: a merge patch replaces a list whole, so the decider sends the
+# list back as the server holds it with minCounts changed (decider/core/gang/jobset_objects.py
+# min_count_patch). Anything else in them must be what the object already says.
+_GANG_LISTS = frozenset({"podGroupTemplates", "podGroups", "compositePodGroupTemplates"})
+_POLICY_KEYS = ("schedulingPolicy", "policy")
+
+
+def gang_lists(patch_json: str, current: Obj) -> None:
+    """A gang patch's template lists differ from `current`'s only in gang counts."""
+    spec = json.loads(patch_json or "null")["spec"]
+    have = current.get("spec") if isinstance(current.get("spec"), dict) else {}
+    for key in sorted(_GANG_LISTS & set(spec)):
+        if _counts_masked(spec[key]) != _counts_masked(have.get(key)):
+            raise Broken("patch", f"the patch's {key} change more than gang counts "
+                                  f"({_short(spec[key])} against {_short(have.get(key))})")
+
+
+def _counts_masked(value: Any) -> Any:
+    """`value` with every gang count replaced by a marker (a policy that is neither basic nor
+    gang with a count is refused)."""
+    if isinstance(value, list):
+        return [_counts_masked(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in _POLICY_KEYS and isinstance(v, dict) and "gang" in v:
+            if not _is_policy(v):
+                raise Broken("patch", f"the patch's {k} {_short(v)} is neither basic nor gang "
+                                      "with a count")
+            out[k] = {"gang": "<count>"}
+        else:
+            out[k] = _counts_masked(v)
+    return out
 
 
 def _fits(value: Any, shape: Shape, required: bool = False) -> bool:

@@ -25,8 +25,10 @@ created object or a patch writes must be this JobSet's, as upstream's constructJ
   Workload (where the shim manages Workloads);
 - the Service is named after the JobSet's subdomain and selects exactly its pods; PVCs, Workloads
   and PodGroups carry no other JobSet's name or UID; a Workload's controllerRef is this JobSet;
-  a PodGroup names one of this JobSet's Workloads; gang objects are named as the decider names
-  a JobSet's (its name, or a name that starts with it: shim/owned.py may_be_gang_name);
+  a PodGroup names one of this JobSet's Workloads, a CompositePodGroup one of their composite
+  templates, and a parent is one of its CompositePodGroups; gang objects are named as the
+  decider names a JobSet's (its name, or a name that starts with it: shim/owned.py
+  may_be_gang_name);
 - a resume patch's labels, annotations and node selector may only keep an identity or set the
   template's.
 
@@ -99,6 +101,10 @@ class Identity:
         self.workloads: dict[str, set[str]] = {}
         self.workload_uids: dict[str, str] = {}
         self.pod_groups: set[str] = set()
+        # JobSetGangOfGangs: a Workload's CompositePodGroup template names, and the
+        # CompositePodGroups a PodGroup or CompositePodGroup may name as its parent.
+        self.composite_templates: dict[str, set[str]] = {}
+        self.composites: set[str] = set()
         # The group-template-name annotation names a template of the Workload of the Job's own
         # controller (the Job controller looks it up there), so it cannot reach another
         # JobSet's; it is checked where this shim manages Workloads, and names nothing
@@ -113,9 +119,13 @@ class Identity:
             if not isinstance(name, str):
                 continue
             if kind == "Workload":
-                self.workloads[name] = _template_names(obj)
+                leaves, composites = _template_names(obj)
+                self.workloads[name] = leaves
+                self.composite_templates[name] = composites
                 if m.get("uid"):
                     self.workload_uids[name] = str(m["uid"])
+            elif kind == "CompositePodGroup":
+                self.composites.add(name)
             else:
                 self.pod_groups.add(name)
 
@@ -327,6 +337,7 @@ class Identity:
                     self.workloads[workload] and template not in self.workloads[workload]):
                 raise Broken("identity", f"the PodGroup joins Workload {q(workload)} template "
                                          f"{q(template)}, not one of JobSet {q(self.name)}'s")
+        self._parent(obj, "PodGroup")
         controller = controller_ref(obj)
         for owner in obj["metadata"].get("ownerReferences") or []:
             if owner is controller or owner.get("kind") != "Workload":
@@ -337,6 +348,26 @@ class Identity:
                 raise Broken("identity", f"the PodGroup's owner Workload {q(name)} (uid "
                                          f"{q(owner.get('uid'))}) is not JobSet "
                                          f"{q(self.name)}'s")
+
+    def composite_pod_group(self, obj: Obj) -> None:
+        """A CompositePodGroup (v1alpha3) is named as the JobSet's gang objects, is a composite
+        template of one of its Workloads, and hangs under one of its CompositePodGroups."""
+        self._gang_name(obj, "CompositePodGroup")
+        self._labels(obj, "the CompositePodGroup's labels")
+        ref = _map(dig(obj, "spec").get("workloadRef"), "the CompositePodGroup's Workload "
+                                                        "reference")
+        workload, template = ref.get("workloadName"), ref.get("templateName")
+        if template not in self.composite_templates.get(str(workload), ()):
+            raise Broken("identity", f"the CompositePodGroup joins Workload {q(workload)} "
+                                     f"template {q(template)}, not a CompositePodGroup template "
+                                     f"of JobSet {q(self.name)}'s")
+        self._parent(obj, "CompositePodGroup")
+
+    def _parent(self, obj: Obj, kind: str) -> None:
+        parent = dig(obj, "spec").get("parentCompositePodGroupName")
+        if parent is not None and parent not in self.composites:
+            raise Broken("identity", f"the {kind}'s parent {q(parent)} is not a "
+                                     f"CompositePodGroup of JobSet {q(self.name)}")
 
     def _gang_name(self, obj: Obj, kind: str) -> None:
         name = obj["metadata"]["name"]
@@ -352,15 +383,29 @@ class Identity:
                                          f"{q(self.name)}'s is {q(own)}")
 
 
-def _template_names(workload: Obj) -> set[str]:
+def _template_names(workload: Obj) -> tuple[set[str], set[str]]:
+    """A Workload's pod group template names (top level, or the leaves of its
+    compositePodGroupTemplates tree), and its CompositePodGroup template names."""
     spec = dig(workload, "spec")
-    out: set[str] = set()
+    leaves: set[str] = set()
+    composites: set[str] = set()
+
+    def names(items: Any, into: set[str]) -> list[Obj]:
+        found = [i for i in (items if isinstance(items, list) else ()) if isinstance(i, dict)]
+        into.update(i["name"] for i in found if isinstance(i.get("name"), str))
+        return found
+
     for key in ("podGroupTemplates", "podGroups"):  # 1.36 and later; 1.35 (v1alpha1)
-        items = spec.get(key)
-        for item in items if isinstance(items, list) else ():
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                out.add(item["name"])
-    return out
+        names(spec.get(key), leaves)
+    todo = names(spec.get("compositePodGroupTemplates"), composites)
+    depth = 0
+    while todo and depth < 8:  # the API allows 4 levels; a deeper tree names nothing more
+        nxt: list[Obj] = []
+        for node in todo:
+            names(node.get("podGroupTemplates"), leaves)
+            nxt += names(node.get("compositePodGroupTemplates"), composites)
+        todo, depth = nxt, depth + 1
+    return leaves, composites
 
 
 def _map(value: Any, where: str) -> Mapping[str, Any]:

@@ -90,6 +90,7 @@ _KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
     ("jobset.x-k8s.io", "JobSet"): ("jobsets", True),
     ("scheduling.k8s.io", "Workload"): ("workloads", True),
     ("scheduling.k8s.io", "PodGroup"): ("podgroups", True),
+    ("scheduling.k8s.io", "CompositePodGroup"): ("compositepodgroups", True),
     ("scheduling.x-k8s.io", "PodGroup"): ("podgroups", True),  # scheduler-plugins
     ("scheduling.volcano.sh", "PodGroup"): ("podgroups", True),  # Volcano
 }

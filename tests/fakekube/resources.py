@@ -53,6 +53,8 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("scheduling.k8s.io", "v1alpha1", "Workload", "workloads"),
     ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads"),
     ResourceType("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups"),
+    # JobSetGangOfGangs: a v1beta1 Workload's tree of v1alpha3 CompositePodGroups.
+    ResourceType("scheduling.k8s.io", "v1alpha3", "CompositePodGroup", "compositepodgroups"),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", builtin=False),
     ResourceType("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", builtin=False),
 )

@@ -826,3 +826,98 @@ def test_refused_lifecycle(plan: pb.DecideResponse, rule: str) -> None:
     refusal = check(plan, owned, RESIZED)
     assert refusal is not None, "the plan was accepted"
     assert refusal.rule == rule, str(refusal)
+# ---- spec.scheduling (JobSetWorkloadAwareSchedulingAPI, JobSetGangOfGangs) -----------------
+
+V1BETA1 = "scheduling.k8s.io/v1beta1"
+TREE_GATES = {"JobSetWorkloadAwareSchedulingAPI": True, "JobSetGangOfGangs": True}
+TREE_GUARD = PlanGuard({kind: gv for gv, kind in gang_kinds(V1BETA1, gang_of_gangs=True)})
+
+
+def _decide_v1beta1(js: Obj, owned: list[Obj], gates: dict[str, bool]) -> Any:
+    req = build_decide_request(js, owned, NOW, CONTROLLER, gates, gang_api_version=V1BETA1,
+                               gang_target="kubernetes")
+    return convert.decide_response(req)
+
+
+def _scheduled_objects(gates: dict[str, bool]) -> tuple[Obj, list[Obj]]:
+    js = make_jobset(scheduling={"schedulingPolicy": {"gang": {}}})
+    return js, created(_decide_v1beta1(js, [], gates))
+
+
+def test_a_composite_pod_group_tree_passes_with_the_gate_and_not_without():
+    js, objects = _scheduled_objects(TREE_GATES)
+    plan = _decide_v1beta1(js, [], TREE_GATES)
+    assert "CREATE_COMPOSITE_POD_GROUP" in types(plan)
+    assert TREE_GUARD.check(js, [], plan) is None
+    flat = PlanGuard({kind: gv for gv, kind in gang_kinds(V1BETA1)})
+    assert flat.check(js, [], plan).rule == "kind"
+    # Suspended: the tree is deleted, by UID, leaves first.
+    suspended = copy.deepcopy(js)
+    suspended["spec"]["suspend"] = True
+    deletes = _decide_v1beta1(suspended, objects, TREE_GATES)
+    assert "DELETE_COMPOSITE_POD_GROUP" in types(deletes)
+    assert TREE_GUARD.check(suspended, objects, deletes) is None
+
+
+def _drifted_workload_patch(change: Callable[[Obj], Any]) -> tuple[Obj, list[Obj], Any]:
+    gates = {"JobSetWorkloadAwareSchedulingAPI": True}
+    js, objects = _scheduled_objects(gates)
+    workload = next(o for o in objects if o["kind"] == "Workload")
+    workload["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"] = 1
+    plan = _decide_v1beta1(js, objects, gates)
+    i = _find(plan, pb.ACTION_TYPE_PATCH_WORKLOAD)
+    patch = json.loads(plan.actions[i].patch_json)
+    change(patch)
+    plan.actions[i].patch_json = json.dumps(patch)
+    return js, objects, plan
+
+
+def test_a_workload_patch_sends_its_templates_back_changed_only_in_counts():
+    js, objects, plan = _drifted_workload_patch(lambda p: None)
+    assert TREE_GUARD.check(js, objects, plan) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda p: p["spec"]["podGroupTemplates"][0].__setitem__(
+            "priorityClassName", "system-node-critical"), id="another-field-of-a-template"),
+        pytest.param(lambda p: p["spec"]["podGroupTemplates"].append(
+            copy.deepcopy(p["spec"]["podGroupTemplates"][0])), id="a-template-more"),
+        pytest.param(lambda p: p["spec"]["podGroupTemplates"][0].__setitem__(
+            "schedulingPolicy", {"gang": {"minCount": 1, "extra": 1}}), id="a-policy-not-a-count"),
+        pytest.param(lambda p: p["spec"].__setitem__("controllerRef", {"kind": "Pod"}),
+                     id="beside-the-list"),
+    ],
+)
+def test_a_workload_patch_that_changes_more_than_counts_is_refused(change):
+    js, objects, plan = _drifted_workload_patch(change)
+    refusal = TREE_GUARD.check(js, objects, plan)
+    assert refusal is not None and refusal.rule == "patch", refusal
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    pytest.param(lambda o: o["spec"].__setitem__("parentCompositePodGroupName", "other-root"),
+                 "is not a CompositePodGroup of JobSet", id="a-parent-not-ours"),
+    pytest.param(lambda o: o["spec"]["workloadRef"].__setitem__("templateName", "nope"),
+                 "not a CompositePodGroup template", id="a-template-not-a-composite"),
+])
+def test_a_composite_pod_group_that_names_what_is_not_the_jobsets_is_refused(change, says):
+    js, _ = _scheduled_objects(TREE_GATES)
+    plan = _decide_v1beta1(js, [], TREE_GATES)
+    i = next(k for k, a in enumerate(plan.actions)
+             if a.type == pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP
+             and "parentCompositePodGroupName" in json.loads(a.object_json)["spec"])
+    obj = json.loads(plan.actions[i].object_json)
+    change(obj)
+    plan.actions[i].object_json = json.dumps(obj)
+    refusal = TREE_GUARD.check(js, [], plan)
+    assert refusal is not None and refusal.rule == "identity" and says in refusal.detail, refusal
+
+
+def test_jobs_of_a_tree_name_its_leaf_templates_and_pass():
+    """The Jobs' group-template-name names a leaf template nested in the Workload's tree."""
+    js, objects = _scheduled_objects(TREE_GATES)
+    plan = _decide_v1beta1(js, objects, TREE_GATES)
+    assert "CREATE_JOB" in types(plan)
+    assert TREE_GUARD.check(js, objects, plan) is None
