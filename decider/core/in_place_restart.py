@@ -57,9 +57,10 @@ def execute(st: PassState) -> None:
         return
     attempts = _attempts(st)
     uncounted = st.restarts - st.restarts_count_towards_max
-    if max(attempts, default=0) - uncounted > policy.max_restarts:
+    highest = max(attempts, default=0)
+    if highest - uncounted > policy.max_restarts:
         conditions.set_failed(st, c.REASON_REACHED_MAX_RESTARTS, c.MSG_REACHED_MAX_RESTARTS)
-        st.explain(f"in-place restart attempt {max(attempts)} exceeds maxRestarts "
+        st.explain(f"in-place restart attempt {highest} exceeds maxRestarts "
                    f"{policy.max_restarts}: the JobSet fails (ReachedMaxRestarts)")
         return
     total = _total_pods(st)
