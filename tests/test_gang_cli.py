@@ -594,7 +594,8 @@ def test_scheduling_example_in_process_and_over_grpc(command: str, gates: list[s
 def test_decide_waits_for_the_scheduling_objects(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """A user's two passes: the Workload and PodGroups first, the Jobs once they are seen."""
-    gates = ["--feature-gates", "JobSetWorkloadAwareSchedulingAPI=true", "--now", NOW]
+    gates = ["--feature-gates", "JobSetWorkloadAwareSchedulingAPI=true", "--now", NOW,
+             "-o", "json"]
     code, out, err = run_cli(capsys, "decide", "-f", str(SCHEDULING_JOBSET), *gates)
     assert code == 0, err
     first = json.loads(out)
@@ -613,6 +614,7 @@ def test_decide_waits_for_the_scheduling_objects(tmp_path: Path,
                                          "trainer-workers-1"]
     assert all(j["object"]["metadata"]["annotations"]["scheduling.k8s.io/group-template-name"]
                for j in jobs)
-    code, out, err = run_cli(capsys, "decide", "-f", str(SCHEDULING_JOBSET), "--now", NOW)
+    code, out, err = run_cli(capsys, "decide", "-f", str(SCHEDULING_JOBSET), "--now", NOW,
+                             "-o", "json")
     assert code == 0, err
     assert [a["type"] for a in json.loads(out)["actions"]][:2] == ["CreateService", "CreateJob"]
