@@ -194,19 +194,10 @@ def test_shared_code_client_and_shim_import_only_what_they_may(package: str) -> 
     assert bad == []
 
 
-# The server's telemetry, still in the client package until it moves to the OpenTelemetry SDK
-# in a package of its own (issue 21, item 2); no public module of the client imports these, and
-# the client's distribution does not install OpenTelemetry.
-_CLIENT_TELEMETRY_PENDING = {"decider_client.aggregates", "decider_client.sampling",
-                             "decider_client.span_batch", "decider_client.span_encoding",
-                             "decider_client.span_wire", "decider_client.telemetry",
-                             "decider_client.telemetry_metrics"}
-
-
 @pytest.mark.parametrize("package", ["decider_api", "decider_client"])
 def test_the_client_side_needs_none_of_the_servers_dependencies(package: str) -> None:
     bad = {(m, name.split(".")[0]) for m, path in MODULES.items()
-           if m.split(".")[0] == package and m not in _CLIENT_TELEMETRY_PENDING
+           if m.split(".")[0] == package
            for name, _ in _imported_names(path)
            if name.split(".")[0] in SERVER_ONLY}
     assert bad == set()
