@@ -13,40 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 from typing import Any
 
-from decider_api.listen import bind_every_address, is_wildcard
+from decider_api.listen import listening_socket
 
 log = logging.getLogger("decider.telemetry.scrape")
 
 # Longer than Prometheus' default scrape interval (1 min), so a scraper keeps its connection.
 IDLE_SECONDS = 75.0
 PATHS = ("/metrics", "/")
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to host:port (a wildcard: every address), not yet listening."""
-    if is_wildcard(host):
-        return bind_every_address(lambda addr: _bound(addr, port), host)
-    return _bound(host.strip().strip("[]"), port)
-
-
-def _bound(host: str, port: int) -> socket.socket:
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6 and host == "::":
-            # Dual-stack whatever the node's net.ipv6.bindv6only says.
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class MetricsEndpoint:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from decider_api.listen import bind_every_address
+from decider_api.listen import listening_socket
 
 log = logging.getLogger(__name__)
 
@@ -79,25 +78,6 @@ class Health:
         return why
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket on `host` (an IPv6 one is dual-stack for "::")."""
-    host = host.strip("[]")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            # Dual-stack whatever the node's net.ipv6.bindv6only says.
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 class HealthServer:
     """The two endpoints on a port of their own, served by an event loop in a daemon thread."""
 
@@ -105,7 +85,9 @@ class HealthServer:
                  idle_timeout: float = IDLE_TIMEOUT) -> None:
         self._checks = {"/healthz": health.liveness, "/livez": health.liveness,
                         "/readyz": health.readiness}
-        self._sock = bind_every_address(lambda addr: _listen(addr, port), host)
+        self._sock = listening_socket(host, port)
+        self._sock.listen(128)
+        self._sock.setblocking(False)
         self.port = self._sock.getsockname()[1]
         self._pool = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="shim-health-check")
         self._loop = asyncio.new_event_loop()

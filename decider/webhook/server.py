@@ -21,7 +21,6 @@ import contextlib
 import logging
 import os
 import re
-import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from aiohttp import http_exceptions, web
 from decider.contract import admission_review as ar
 from decider.service.dispatch import INVALID_ARGUMENT, OK, RESOURCE_EXHAUSTED
 from decider.service.pool import Busy, Overrun, WorkerLost, WorkerPool
-from decider_api.listen import bind_every_address, is_wildcard
+from decider_api.listen import is_wildcard, listening_socket
 
 log = logging.getLogger("decider.webhook")
 
@@ -144,7 +143,7 @@ class Webhook:
             if is_wildcard(self.config.host):
                 # One socket for every address, IPv6 and IPv4 (as the gRPC port listens): the
                 # API server may call from either, and port 0 must be one port, not one each.
-                sock = bind_every_address(self._listening_socket, self.config.host)
+                sock = listening_socket(self.config.host, self.config.port)
                 site: web.BaseSite = web.SockSite(self._runner, sock, ssl_context=self.tls)
                 self.port = sock.getsockname()[1]
             else:
@@ -159,19 +158,6 @@ class Webhook:
             self.port = site.port  # type: ignore[attr-defined]
         self._watch = asyncio.ensure_future(self._watch_certificates())
         return self.port
-
-    def _listening_socket(self, host: str) -> socket.socket:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            sock.bind((host, self.config.port))
-        except OSError:
-            sock.close()
-            raise
-        return sock
 
     async def stop(self) -> None:
         if self._watch is not None:

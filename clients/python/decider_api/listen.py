@@ -24,6 +24,30 @@ def is_wildcard(host: str) -> bool:
     return host.strip() in WILDCARDS
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port, not yet listening: for a wildcard, every address
+    (bind_every_address); a name or a bracketed IPv6 address is resolved as a server's."""
+    if is_wildcard(host):
+        return bind_every_address(lambda addr: _bound(addr, port), host)
+    return _bound(host.strip().strip("[]"), port)
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and host == "::":
+            # Dual-stack whatever the node's net.ipv6.bindv6only says.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def bind_every_address(bind: Callable[[str], T], host: str) -> T:
     """`bind(host)` for a specific host; for a wildcard, `bind("::")` (dual-stack: IPv4 arrives
     mapped) and, on a node without IPv6, `bind("0.0.0.0")`."""
