@@ -27,7 +27,7 @@ DECIDER_SERVICE = "decider.v1.Decider"
 # start, so a dashboard's rate() sees the first error.
 ERROR_CODES = tuple(code.name for code in grpc.StatusCode if code != grpc.StatusCode.OK)
 
-# Every metric the shim exports (README "Observability"; the dashboard queries only these).
+# Every metric the shim exports (docs/observability.md; the dashboard queries only these).
 METRICS = (
     MetricSpec("shim.reconcile.duration", "histogram", "s",
                "One observe, decide, apply pass of a JobSet, by result"),

@@ -46,10 +46,10 @@ DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_DRAIN_DELAY_SECONDS = 5.0
 DEFAULT_MAX_DECISION_SECONDS = 10.0
 DEFAULT_MAX_PENDING = 1024
-# Request bytes the server holds at once, received and waiting for a worker or with one (README
-# "Limits"): four of the largest requests (--max-message-bytes' 64 MiB), thousands of real ones
-# (the shim's Decide for a JobSet of 1,000 running Jobs is 0.25 MiB), and well inside a pod's
-# memory limit.
+# Request bytes the server holds at once, received and waiting for a worker or with one
+# (docs/serving.md, "Limits"): four of the largest requests (--max-message-bytes' 64 MiB),
+# thousands of real ones (the shim's Decide for a JobSet of 1,000 running Jobs is 0.25 MiB), and
+# well inside a pod's memory limit.
 DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_CONNECTION_AGE_SECONDS = 300.0
 _STATUS = {code.value[0]: code for code in grpc.StatusCode}

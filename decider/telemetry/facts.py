@@ -2,7 +2,7 @@
 
 Computed by the worker that decided (it holds the parsed request and the plan), sent to the
 server beside the answer as a small JSON object, and turned there into span attributes and
-metrics. Keys are the span attribute names (README, "Observability").
+metrics. Keys are the span attribute names (docs/observability.md).
 """
 
 from __future__ import annotations
