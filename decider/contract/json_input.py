@@ -5,7 +5,8 @@ the decision or on the way out, as a crash or an unanswered RPC:
 - nesting deeper than any Kubernetes object, which makes recursive copies and serializers fail;
 - a lone surrogate escape (`"\\ud800"`): valid JSON, but not Unicode, so it cannot be encoded
   into the UTF-8 the answer is written in;
-- numbers out of every range (`1e999` parses as infinity).
+- numbers out of every range (`1e999` parses as infinity; an integer of 400 digits parses, but
+  no float holds it: the API server's decoder refuses both).
 Each is refused here, naming the field, before the core sees the object.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -31,6 +33,9 @@ _MAX_PATH_SHOWN = 160
 # followed by such text; the walk below then finds nothing.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SLOW = object()
+# The largest integer a float64 holds; a JSON integer past int64 is a float64 to the API
+# server's decoder, which refuses one past this.
+_FLOAT_MAX_INT = int(sys.float_info.max)
 
 
 def child_path(path: str, key: Any) -> str:
@@ -71,9 +76,28 @@ def _clean(obj: Any, max_depth: int, surrogates: bool) -> bool:
             elif kind is float:
                 if not math.isfinite(item):
                     return False
+            elif kind is int:
+                if not -_FLOAT_MAX_INT <= item <= _FLOAT_MAX_INT and _overflows(item):
+                    return False
             elif surrogates and kind is str and _has_lone_surrogate(item):
                 return False
     return True
+
+
+def _overflows(number: int) -> bool:
+    """Whether a JSON integer rounds past float64's range (as Go's ParseFloat finds it)."""
+    try:
+        float(number)
+    except OverflowError:
+        return True
+    return False
+
+
+def _out_of_range(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return type(value) is int and not -_FLOAT_MAX_INT <= value <= _FLOAT_MAX_INT \
+        and _overflows(value)
 
 
 def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
@@ -87,7 +111,7 @@ def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
     """
 
     if type(obj) not in (dict, list) or _clean(obj, max_depth, surrogates):
-        if isinstance(obj, float) and not math.isfinite(obj):
+        if _out_of_range(obj):
             raise InvalidInput.at(field, "is a number out of range")
         return
 
@@ -102,7 +126,7 @@ def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
         return field + path if path.startswith("[") else f"{field}.{path}"
 
     def deeper(item: Any) -> bool:
-        return isinstance(item, dict | list | float) or (surrogates and isinstance(item, str))
+        return isinstance(item, dict | list | float | int) or (surrogates and isinstance(item, str))
 
     stack: list[tuple[Any, str, int]] = [(obj, "", 1)]
     while stack:
@@ -120,8 +144,8 @@ def check_tree(obj: Any, field: str, max_depth: int, *, surrogates: bool,
             for i, item in enumerate(value):
                 if deeper(item):
                     stack.append((item, child_path(path, i), depth + 1))
-        elif isinstance(value, float):
-            if not math.isfinite(value):
+        elif isinstance(value, float | int):
+            if _out_of_range(value):
                 raise InvalidInput.at(name(path), "is a number out of range")
         elif isinstance(value, str) and _has_lone_surrogate(value):
             raise InvalidInput.at(name(path), f"{json.dumps(value[:64])} is not valid Unicode "

@@ -11,10 +11,10 @@ that keeps or changes Jobs (the simulator) gets plain ObservedJobs from convert.
 
 from __future__ import annotations
 
-import json
 from operator import attrgetter
 from typing import Any
 
+from decider.contract import json_input
 from decider.core.errors import InvalidInput
 from decider.core.model import ObservedJob, PodTemplateSummary, Toleration
 from decider_api.v1 import decider_pb2 as pb
@@ -33,16 +33,25 @@ def _toleration(t: pb.Toleration) -> Toleration:
 
 def containers(text: str, job: str, field: str) -> list[Any] | None:
     """A Job's containers sent as JSON (PodTemplateSummary.containers_json): None when not sent;
-    InvalidInput naming the Job when not a JSON list of objects."""
+    InvalidInput naming the Job when not a JSON list of objects whose resources, requests and
+    limits (what a resume reads and rewrites) are objects. Parsed as every other JSON of a
+    request is (json_input): no NaN, no lone surrogate, bounded nesting, since the resume
+    writes these containers back into its patch."""
     if not text:
         return None
     where = f"jobs[name={job}].pod_template.{field}"
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput.at(where, f"is not JSON: {exc}") from None
+    value = json_input.load(text, where)
     if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
         raise InvalidInput.at(where, "must be a JSON list of objects")
+    for i, container in enumerate(value):
+        resources = container.get("resources")
+        if resources is None:
+            continue
+        if not isinstance(resources, dict):
+            raise InvalidInput.at(f"{where}[{i}].resources", "must be an object")
+        for part in ("requests", "limits"):
+            if not isinstance(resources.get(part) or {}, dict):
+                raise InvalidInput.at(f"{where}[{i}].resources.{part}", "must be an object")
     return value
 
 

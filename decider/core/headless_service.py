@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from decider.core import access as acc
 from decider.core import constants as c
 from decider.core.child_jobs import owner_reference
 from decider.core.jobset import JobSet
@@ -61,23 +62,30 @@ def reconcile(st: PassState) -> None:
     js = st.js
     if not js.dns_hostnames:
         return
-    existing = next((o for o in st.observed.objects
-                     if o.kind == "Service" and o.name == js.subdomain), None)
+    index, existing = next(((i, o) for i, o in enumerate(st.observed.objects)
+                            if o.kind == "Service" and o.name == js.subdomain), (-1, None))
     if existing is None:
         st.act(Action(type="CreateService", name=js.subdomain, api_version="v1", kind="Service",
                       object=manifest(js),
                       reason="pod DNS hostnames are enabled and the headless Service is missing"))
         st.explain(f"create headless Service {js.subdomain} for pod DNS hostnames")
         return
-    _sync_ports(st, existing)
+    _sync_ports(st, existing, index)
 
 
-def _sync_ports(st: PassState, service: ObservedObject) -> None:
+def _declared(service: ObservedObject, index: int) -> list[Any]:
+    """The Service's spec.ports as sent, checked for the shape this comparison reads."""
+    where = f"objects[{index}].object_json"
+    spec = acc.as_map(acc.as_map(service.obj, where).get("spec"), f"{where}.spec")
+    return acc.as_list(spec.get("ports"), f"{where}.spec.ports")
+
+
+def _sync_ports(st: PassState, service: ObservedObject, index: int) -> None:
     """An existing Service the JobSet controls gets the ports its containers declare."""
     js = st.js
     if not js.uid or service.controller_uid != js.uid or service.obj is None:
         return
-    have = ((service.obj.get("spec") or {}).get("ports")) or []
+    have = _declared(service, index)
     want = ports(js)
     if _same(have, want):
         return

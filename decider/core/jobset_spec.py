@@ -157,10 +157,21 @@ def _validate_template(template: dict[str, Any], path: str) -> None:
     acc.as_list(pod_spec.get("volumes"), f"{ppath}.volumes")
     for key in ("containers", "initContainers"):
         for i, container in enumerate(acc.as_list(pod_spec.get(key), f"{ppath}.{key}")):
-            container = _object(container, f"{ppath}.{key}[{i}]")
+            cpath = f"{ppath}.{key}[{i}]"
+            container = _object(container, cpath)
+            acc.as_str(container.get("name"), f"{cpath}.name")
             for j, mount in enumerate(acc.as_list(container.get("volumeMounts"),
-                                                  f"{ppath}.{key}[{i}].volumeMounts")):
-                _object(mount, f"{ppath}.{key}[{i}].volumeMounts[{j}]")
+                                                  f"{cpath}.volumeMounts")):
+                _object(mount, f"{cpath}.volumeMounts[{j}]")
+            # The headless Service declares the ports (#1300) and a resume copies requests
+            # and limits into the Jobs (KEP-1150): both read these as the CRD types them.
+            for j, port in enumerate(acc.as_list(container.get("ports"), f"{cpath}.ports")):
+                port = _object(port, f"{cpath}.ports[{j}]")
+                acc.as_int(port.get("containerPort"), f"{cpath}.ports[{j}].containerPort")
+                acc.as_str(port.get("protocol"), f"{cpath}.ports[{j}].protocol")
+            resources = acc.as_map(container.get("resources"), f"{cpath}.resources")
+            for part in ("requests", "limits"):
+                acc.as_map(resources.get(part), f"{cpath}.resources.{part}")
 
 
 def _volume_claim_policy(value: Any, path: str) -> dict[str, Any]:

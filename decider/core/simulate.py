@@ -31,6 +31,7 @@ from datetime import timedelta
 
 from decider.core.decide import decide
 from decider.core.errors import FieldError, InvalidInput, TooLarge
+from decider.core.jobset import parse_jobset
 from decider.core.model import Observed, Plan
 from decider.core.sim_cluster import Cluster
 from decider.core.sim_outcome import Outcome, outcome
@@ -112,6 +113,17 @@ def _apply_event(cluster: Cluster, ev: SimEvent) -> bool:
     return True
 
 
+def _check_jobset(observed: Observed) -> None:
+    """The JobSet read as the first pass reads it, before any event: an event due at +0s
+    (JobSetSuspended) edits it before that pass, and a JobSet whose metadata or spec is not an
+    object made the edit crash (INTERNAL) where pass 1 would have named the field."""
+    try:
+        parse_jobset(observed.jobset)
+    except InvalidInput as exc:
+        raise InvalidInput([FieldError(e.field, f"{e.message} (simulation pass 1, +0s)")
+                            for e in exc.errors]) from None
+
+
 def _decide(observed: Observed, number: int, at_seconds: int, budget: int, spent: int) -> Plan:
     try:
         return decide(observed)
@@ -145,6 +157,7 @@ def simulate(observed: Observed, events: list[SimEvent], max_passes: int = 0,
     `observed.options.max_plan_bytes` as each step is decided; TooLarge at the first step over
     it. None charges nothing: each pass is then held to the budget alone, as a Decide is."""
     limit = check_request(events, max_passes)
+    _check_jobset(observed)
     start = observed.now
     cluster = Cluster(observed)
     budget = observed.options.max_plan_bytes if step_bytes is not None else 0

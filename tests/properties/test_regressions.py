@@ -7,11 +7,13 @@ import json
 import pytest
 
 from decider.contract import convert
+from decider.contract.limits import Limits
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
 from decider_api.v1 import decider_pb2 as pb
+from decider.service import dispatch
 from decider_client import observe
-from support.builders import NOW, job, jobset, rjob, run
+from support.builders import NOW, UID, job, jobset, rjob, run
 
 
 def test_untouched_plan_status_has_every_counter() -> None:
@@ -83,13 +85,17 @@ def _vcp(**over: object) -> dict[str, object]:
     return policy
 
 
-def _with_template(path: tuple[str, ...], value: object) -> dict[str, object]:
+def _with_template(path: tuple[str | int, ...], value: object) -> dict[str, object]:
     js = jobset(rjob("a", 1))
     node = js["spec"]["replicatedJobs"][0]["template"]
     for step in path[:-1]:
-        node = node.setdefault(step, {})
+        node = node[step] if isinstance(step, int) else node.setdefault(step, {})
     node[path[-1]] = value
     return js
+
+
+_CONTAINER = ("spec", "template", "spec", "containers", 0)
+_C0 = "spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
 
 
 @pytest.mark.parametrize("js,field", [
@@ -111,9 +117,24 @@ def _with_template(path: tuple[str, ...], value: object) -> dict[str, object]:
      "spec.volumeClaimPolicies[0].templates[0].metadata"),
     (jobset(rjob("a", 1), volumeClaimPolicies=[_vcp(retentionPolicy=True)]),
      "spec.volumeClaimPolicies[0].retentionPolicy"),
+    # Found by bench/fuzz_rpc.py: the headless Service's ports (#1300) and a resume's container
+    # resources (KEP-1150) are read from the template: INTERNAL (AttributeError, TypeError).
+    (_with_template(_CONTAINER + ("ports",), 7), f"{_C0}.ports"),
+    (_with_template(_CONTAINER + ("ports",), [8080]), f"{_C0}.ports[0]"),
+    (_with_template(_CONTAINER + ("ports",), [{"containerPort": "8080"}]),
+     f"{_C0}.ports[0].containerPort"),
+    (_with_template(_CONTAINER + ("ports",), [{"containerPort": 2**31}]),
+     f"{_C0}.ports[0].containerPort"),
+    (_with_template(_CONTAINER + ("ports",), [{"containerPort": 80, "protocol": 6}]),
+     f"{_C0}.ports[0].protocol"),
+    (_with_template(_CONTAINER + ("resources",), "2 cpus"), f"{_C0}.resources"),
+    (_with_template(_CONTAINER + ("resources",), {"limits": ["cpu"]}),
+     f"{_C0}.resources.limits"),
 ], ids=["template-metadata", "template-labels", "template-annotations", "pod-spec",
         "null-container", "vcp-templates", "vcp-template", "vcp-template-metadata",
-        "vcp-retention"])
+        "vcp-retention", "ports-not-a-list", "port-not-an-object", "container-port-a-string",
+        "container-port-past-int32", "protocol-not-a-string", "resources-not-an-object",
+        "limits-not-an-object"])
 def test_malformed_template_is_invalid_input(js: dict[str, object], field: str) -> None:
     with pytest.raises(InvalidInput) as exc:
         run(js)
@@ -128,3 +149,74 @@ def test_duplicate_replicated_job_status_names_are_invalid_input() -> None:
     with pytest.raises(InvalidInput) as exc:
         run(jobset(rjob("a", 1), status=status), gates={c.GATE_RESTART_JOB: True})
     assert [e.field for e in exc.value.errors] == ["status.replicatedJobsStatus[1].name"]
+
+
+# ---- found by bench/fuzz_rpc.py through the server's own path (dispatch: bytes in, status out)
+
+def _service(spec: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "js", "namespace": "default", "uid": "svc-uid",
+                         "ownerReferences": [{"apiVersion": c.API_VERSION, "kind": c.KIND,
+                                              "name": "js", "uid": UID, "controller": True}]},
+            "spec": spec}
+
+
+def _decide_bytes(owned: list[dict[str, object]], whole: bool) -> bytes:
+    js = jobset(rjob("a", 1))
+    build = observe.build_raw_decide_request if whole else observe.build_decide_request
+    return build(js, owned, NOW).SerializeToString()
+
+
+def _suspended_job(containers_json: str) -> bytes:
+    js = jobset(rjob("a", 1))
+    req = observe.build_decide_request(js, [], NOW, feature_gates={
+        c.GATE_MUTABLE_POD_RESOURCES: True})
+    obs = req.jobs.add(name="js-a-0", uid="u0", controller_uid=UID, suspend=True)
+    obs.labels.update({c.REPLICATED_JOB_NAME: "a", c.RESTART_ATTEMPT: "0", c.JOB_INDEX: "0"})
+    obs.pod_template.containers_json = containers_json
+    return req.SerializeToString()
+
+
+def _simulate_suspended_at_once(metadata: object) -> bytes:
+    js = jobset(rjob("a", 1))
+    js["metadata"] = metadata
+    req = pb.SimulateRequest(observed=pb.DecideRequest(jobset_json=json.dumps(js),
+                                                       now=observe.timestamp(NOW)))
+    req.events.add(at_seconds=0, type=pb.SIMULATION_EVENT_TYPE_JOBSET_SUSPENDED)
+    return req.SerializeToString()
+
+
+def _validate(quantity: object) -> bytes:
+    js = _with_template(_CONTAINER + ("resources",), {"requests": {"cpu": quantity}})
+    return pb.ValidateRequest(object_json=json.dumps(js)).SerializeToString()
+
+
+@pytest.mark.parametrize(("method", "payload", "field"), [
+    # An observed Service whose spec or ports are junk: _sync_ports read spec.get (INTERNAL).
+    ("Decide", _decide_bytes([_service(7)], whole=False), "objects[0].object_json.spec"),
+    ("Decide", _decide_bytes([_service({"ports": "tcp-80"})], whole=False),
+     "objects[0].object_json.spec.ports"),
+    ("Decide", _decide_bytes([_service("x")], whole=True), "observed_json[0].spec"),
+    # A suspended Job's containers a resume rewrites: resources must be objects, and the JSON
+    # is read as every other request JSON is (no NaN written back into the patch).
+    ("Decide", _suspended_job('[{"name": "main", "resources": "2 cpus"}]'),
+     "jobs[name=js-a-0].pod_template.containers_json[0].resources"),
+    ("Decide", _suspended_job('[{"name": "main", "resources": {"requests": [1]}}]'),
+     "jobs[name=js-a-0].pod_template.containers_json[0].resources.requests"),
+    ("Decide", _suspended_job('[{"name": "main", "resources": {"limits": {"cpu": NaN}}}]'),
+     "jobs[name=js-a-0].pod_template.containers_json[0].resources.limits.cpu"),
+    # An integer no float64 holds, where the webhook's Go round trip reads a quantity:
+    # OverflowError (INTERNAL); the API server's decoder refuses such a number.
+    ("Validate", _validate(10**400),
+     "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.requests.cpu"),
+    # A JobSet suspended by an event at +0s is edited before pass 1 reads it: a metadata that
+    # is no object crashed the edit (INTERNAL) where pass 1 names the field.
+    ("Simulate", _simulate_suspended_at_once(1.5), "metadata"),
+], ids=["service-spec-not-an-object", "service-ports-not-a-list", "service-sent-whole",
+        "job-container-resources-a-string", "job-container-requests-a-list",
+        "job-container-limit-nan", "quantity-past-float64", "simulate-suspends-junk-metadata"])
+def test_fuzz_findings_are_invalid_argument_naming_the_field(method: str, payload: bytes,
+                                                             field: str) -> None:
+    reply = dispatch.answer(method, payload, Limits())
+    assert reply.code == dispatch.INVALID_ARGUMENT, reply.message
+    assert reply.message.startswith(f"{field}: "), reply.message
