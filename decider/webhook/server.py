@@ -220,6 +220,13 @@ class Webhook:
                            f"{self.config.max_body_bytes}")
         except TimeoutError:
             return _status(408, "Timeout", f"the body did not arrive within {budget:g}s")
+        except ConnectionError as exc:
+            # The client left mid-body (aiohttp: "Connection lost"). Its fault, and nobody is
+            # there to read an answer: one INFO line, as a refused RPC, not aiohttp's ERROR and
+            # traceback per disconnect, which any client could use to fill the log.
+            log.info("%s from %s: the client left before its body arrived (%s)", method,
+                     request.remote, exc)
+            return _status(400, "BadRequest", "the connection was lost before the body arrived")
         left = budget - (loop.time() - started)
         payload = ar.payload(dict(self.config.feature_gates), body)
         try:
