@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -186,3 +187,89 @@ def test_decide_from_a_directory_through_a_server(tmp_path: Path) -> None:
     assert remote.returncode == 0, remote.stderr
     assert _decide_keys(remote.stdout) == ["default/alpha", "default/beta"]
     assert remote.stdout == local.stdout
+
+
+# ---- hostile input (bench/fuzz_rpc.py's by-hand part): nothing hangs or fills memory --------
+
+def _fifo(path: Path) -> Path:
+    import os
+
+    os.mkfifo(path)
+    return path
+
+
+def _bounded_cli(*args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own, with 2 GiB of address space and a generous deadline:
+    should reading regress, the test fails rather than fill the machine or wait forever."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "decider.cli", *args], stdin=stdin,
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+                          preexec_fn=limit)  # noqa: PLW1509 - no threads in this test
+
+
+@pytest.mark.parametrize("command", ["decide", "simulate", "validate", "gang", "podsets"])
+def test_a_device_of_zeros_is_refused_at_its_first_byte(command: str) -> None:
+    """`-f /dev/zero` read until memory ran out (the process was killed); YAML and JSON hold
+    no NUL byte, so the first chunk says it is not text."""
+    result = _bounded_cli(command, "-f", "/dev/zero",
+                          *(NOW if command in ("decide", "simulate") else ()))
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr == "decider: /dev/zero: not YAML or JSON text (a NUL byte at byte 0)\n"
+
+
+def test_input_is_read_at_most_the_limit(tmp_path: Path) -> None:
+    from decider.cli.common import UsageError, read_input
+
+    path = tmp_path / "big.yaml"
+    path.write_text("a: b\n" * 5)
+    assert read_input(str(path), max_bytes=25) == "a: b\n" * 5
+    with pytest.raises(UsageError, match=r"big.yaml: more than 24 bytes, not read further"):
+        read_input(str(path), max_bytes=24)
+
+
+def test_an_endless_pipe_is_refused_past_the_limit() -> None:
+    """`yes | decider validate -f -`: an endless valid text, refused at the limit (512 MiB
+    here, read in a fraction of a second), not read until memory runs out."""
+    producer = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+    try:
+        result = _bounded_cli("validate", "-f", "-", stdin=producer.stdout)
+    finally:
+        producer.kill()
+        producer.wait()
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == ("decider: -: more than 536,870,912 bytes, not read further (an "
+                             "endless stream or a device?)\n")
+
+
+def test_a_fifo_in_a_directory_is_refused_not_opened(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """kubectl would open it and wait for a writer, maybe forever; named on its own it is
+    read (as `-f <(...)` needs)."""
+    _tree(tmp_path, {"a.yaml": _jobset("alpha")})
+    fifo = _fifo(tmp_path / "b.yaml")
+    result = _bounded_cli("validate", "-f", str(tmp_path))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"decider: {fifo}: not a regular file (a FIFO, socket or device "
+                             "in a directory is not read; name it with -f to)\n")
+    writer = subprocess.Popen(["sh", "-c", f'cat > "{fifo}"'], stdin=subprocess.PIPE, text=True)
+    assert writer.stdin is not None
+    writer.stdin.write(_jobset("beta"))
+    writer.stdin.close()
+    code, out, err = run_cli(capsys, "validate", "-f", str(fifo))
+    writer.wait(timeout=60)
+    assert code == 0, err
+    assert json.loads(out)["object"]["metadata"]["name"] == "beta"
+
+
+def test_a_thousand_files_are_named_in_one_short_line(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    _tree(tmp_path, {f"js-{i:04d}.yaml": _jobset(f"js-{i:04d}") for i in range(1000)})
+    code, out, err = run_cli(capsys, "validate", "-f", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == (f"decider: {tmp_path}/js-0000.yaml, {tmp_path}/js-0001.yaml and 998 more "
+                   "files: must hold exactly one batch/v1 Job or one JobSet, found 1000 "
+                   "JobSet(s) and 0 Job(s)\n")

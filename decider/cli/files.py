@@ -9,6 +9,9 @@
 - A path that does not exist is read as a glob pattern (`-f 'jobsets/*.yaml'`); one that
   matches nothing is `the path "..." does not exist`.
 Before, `decide -f a -f b` read only b, and `-f DIR` was "cannot read: Is a directory".
+Unlike kubectl, a FIFO, socket or device inside a directory is refused rather than opened (it
+could block forever); named on its own it is read, and any input is read at most
+MAX_INPUT_BYTES, refused at a NUL byte (decider/cli/common.py).
 """
 
 from __future__ import annotations
@@ -44,7 +47,15 @@ def read_objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     objects: list[dict[str, Any]] = []
     for path in paths:
         objects.extend(load_objects(read_input(path), path))
-    return objects, paths[0] if len(paths) == 1 else ", ".join(paths)
+    return objects, inputs_named(paths)
+
+
+def inputs_named(paths: list[str]) -> str:
+    """The input in a message: the file, the files, or (a directory of 1,000) the first few
+    and how many there are, so that the message stays one readable line."""
+    if len(paths) <= 3:
+        return ", ".join(paths)
+    return f"{', '.join(paths[:2])} and {len(paths) - 2:,} more files"
 
 
 def input_paths(values: list[str], recursive: bool) -> list[str]:
@@ -106,6 +117,12 @@ def _walk(root: str, recursive: bool) -> list[str]:
             if recursive:  # walked where its name falls, before the entries after it
                 stack.append(iter(_entries(entry.path)))
         elif os.path.splitext(entry.name)[1] in EXTENSIONS:
+            if not entry.is_file():
+                # kubectl would open it and wait, maybe forever (a FIFO with no writer): a
+                # file the user did not name is read only if it is a file. Named on its own
+                # (-f FIFO, -f <(...)), it is read.
+                raise UsageError(f"{entry.path}: not a regular file (a FIFO, socket or "
+                                 "device in a directory is not read; name it with -f to)")
             found.append(entry.path)
     return found
 
