@@ -76,3 +76,58 @@ def sampler(env: Mapping[str, str]) -> Any:
     if name == "traceidratio":
         return sampling.TraceIdRatioBased(rate)
     return sampling.ParentBasedTraceIdRatio(rate)
+
+
+# The batch processors' and the periodic reader's settings (the SDK's names and defaults). The
+# SDK parses them itself, but a value it cannot use makes its constructor raise (a traceback at
+# start) or logs a traceback and goes on with the default: refused here instead, naming them.
+_BATCH_DEFAULTS = {"MAX_QUEUE_SIZE": 2048, "SCHEDULE_DELAY": 5000, "MAX_EXPORT_BATCH_SIZE": 512,
+                   "EXPORT_TIMEOUT": 30000}
+_BATCH_PREFIXES = {"traces": "OTEL_BSP_", "logs": "OTEL_BLRP_"}
+
+
+def _number(env: Mapping[str, str], name: str, default: float, kind: type) -> float:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        return kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise TelemetryConfigError(f"{name}: {text!r} is not {what} (milliseconds or "
+                                   "items, as the OpenTelemetry specification has it)") from None
+
+
+def batch_settings(env: Mapping[str, str], signal: str) -> None:
+    """OTEL_BSP_* (traces) or OTEL_BLRP_* (logs) as the SDK's batch processor accepts them:
+    integers, a queue, batch and delay above zero, a batch no larger than the queue."""
+    prefix = _BATCH_PREFIXES[signal]
+    values = {key: _number(env, prefix + key, default, int)
+              for key, default in _BATCH_DEFAULTS.items()}
+    for key in ("MAX_QUEUE_SIZE", "SCHEDULE_DELAY", "MAX_EXPORT_BATCH_SIZE"):
+        if values[key] <= 0:
+            raise TelemetryConfigError(f"{prefix}{key}: {values[key]} must be above 0")
+    if values["MAX_EXPORT_BATCH_SIZE"] > values["MAX_QUEUE_SIZE"]:
+        raise TelemetryConfigError(
+            f"{prefix}MAX_EXPORT_BATCH_SIZE: {values['MAX_EXPORT_BATCH_SIZE']} is more than "
+            f"{prefix}MAX_QUEUE_SIZE ({values['MAX_QUEUE_SIZE']}): a batch is taken from the "
+            "queue")
+
+
+def reader_settings(env: Mapping[str, str]) -> None:
+    """OTEL_METRIC_EXPORT_INTERVAL and _TIMEOUT as the SDK's periodic reader accepts them."""
+    interval = _number(env, "OTEL_METRIC_EXPORT_INTERVAL", 60000.0, float)
+    if not interval > 0 or math.isinf(interval):
+        raise TelemetryConfigError(f"OTEL_METRIC_EXPORT_INTERVAL: {interval:g} must be above 0 "
+                                   "(milliseconds between exports)")
+    _number(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30000.0, float)
+
+
+def prometheus_port(env: Mapping[str, str], default: int) -> int:
+    text = (env.get("OTEL_EXPORTER_PROMETHEUS_PORT") or "").strip()
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise TelemetryConfigError(f"OTEL_EXPORTER_PROMETHEUS_PORT: {text!r} is not a port "
+                                   "(0-65535)")
+    return int(text)

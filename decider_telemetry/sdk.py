@@ -89,7 +89,13 @@ def setup(service_name: str, *, metrics_port: int = 0, metrics_host: str = "",
     metric_names = config.exporters(env, "metrics")
     logs = config.exporters(env, "logs")
     if "prometheus" in metric_names and not metrics_port:
-        metrics_port = int(env.get("OTEL_EXPORTER_PROMETHEUS_PORT") or DEFAULT_PROMETHEUS_PORT)
+        metrics_port = config.prometheus_port(env, DEFAULT_PROMETHEUS_PORT)
+    if traces:
+        config.batch_settings(env, "traces")
+    if logs:
+        config.batch_settings(env, "logs")
+    if set(metric_names) - {"prometheus"}:
+        config.reader_settings(env)
     if not (traces or metric_names or logs or metrics_port or span_exporters or metric_readers
             or log_exporters):
         return disabled()

@@ -469,11 +469,28 @@ def test_prometheus_scrape_on_metrics_port() -> None:
      "OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol 'http/json'"),
     ({"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "udp"},
      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: unsupported protocol 'udp'"),
-], ids=["unknown-exporter", "unsupported-protocol", "unsupported-signal-protocol"])
+    # The SDK's batch processors and periodic reader raised ValueError out of setup (a
+    # traceback and exit 1), or logged a traceback and went on with the default.
+    ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_BSP_MAX_QUEUE_SIZE": "256"},
+     "OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 512 is more than OTEL_BSP_MAX_QUEUE_SIZE (256)"),
+    ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_BSP_SCHEDULE_DELAY": "0"},
+     "OTEL_BSP_SCHEDULE_DELAY: 0 must be above 0"),
+    ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_BSP_MAX_QUEUE_SIZE": "lots"},
+     "OTEL_BSP_MAX_QUEUE_SIZE: 'lots' is not an integer"),
+    ({"OTEL_LOGS_EXPORTER": "otlp", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE": "-1"},
+     "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: -1 must be above 0"),
+    ({"OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "0"},
+     "OTEL_METRIC_EXPORT_INTERVAL: 0 must be above 0"),
+    ({"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "http"},
+     "OTEL_EXPORTER_PROMETHEUS_PORT: 'http' is not a port"),
+], ids=["unknown-exporter", "unsupported-protocol", "unsupported-signal-protocol",
+        "batch-over-queue", "zero-delay", "queue-not-an-integer", "log-batch-negative",
+        "zero-export-interval", "prometheus-port-not-a-number"])
 def test_a_bad_otel_variable_exits_2_naming_it(env: dict[str, str], needle: str) -> None:
     done = subprocess.run([sys.executable, "-m", "decider.cli", "serve", "--port", "0"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=30,
-                          env={**os.environ, **env})
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT":
+                               "http://127.0.0.1:9", **env})
     assert done.returncode == 2
     assert needle in done.stderr and "Traceback" not in done.stderr
 
