@@ -16,6 +16,9 @@ JobSet it was decided for:
   of the JobSet's volumeClaimPolicies;
 - what it deletes or patches is an object this JobSet controlled when the plan was decided, named
   with its UID;
+- a status write keeps the counters from going back and names only this JobSet's replicated
+  Jobs (shim/guard_status.py);
+- a Service declares only ports the JobSet's containers declare, as `<protocol>-<port>`;
 - a patch has exactly the shape the decider emits for its type (suspend, resume with scheduling
   directives, elastic parallelism, the headless Service's ports, gang counts, a Workload's
   template lists as they are but for their counts), so it cannot rewrite owner references, the
@@ -45,6 +48,7 @@ from typing import Any
 from decider_api.v1 import decider_pb2 as pb
 from decider_client.render import ACTION_NAMES
 from shim import guard_content as content
+from shim import guard_status
 from shim.guard_content import Broken, clip, q
 from shim.guard_identity import Identity
 from shim.owned import controller_ref, is_jobset_ref
@@ -164,6 +168,7 @@ class _Context:
                  plan: pb.DecideResponse) -> None:
         self.kinds = kinds
         self.jobset = jobset
+        self.plan_status = plan.status
         meta = jobset.get("metadata") or {}
         self.namespace: str = meta.get("namespace", "")
         self.name: str = meta.get("name", "")
@@ -215,6 +220,9 @@ class _Context:
                 self.identity.resume(target, a.patch_json)
             if t in content.GANG_PATCHES:
                 content.gang_lists(a.patch_json, target)
+            if t == pb.ACTION_TYPE_UPDATE_SERVICE:
+                self.identity.service_update(target)
+                content.service_ports(patch["spec"]["ports"], self.jobset)
         else:
             self._self(a)
 
@@ -304,6 +312,7 @@ class _Context:
             self.identity.job(obj)
         elif kind == "Service":
             content.service(obj)
+            content.service_ports(obj["spec"].get("ports"), self.jobset)
             self.identity.service(obj)
         elif kind == "PersistentVolumeClaim":
             self.identity.pvc(obj)
@@ -384,6 +393,9 @@ class _Context:
             raise Broken("jobset", f"names UID {q(a.uid)}, not the JobSet's {q(self.uid)}")
         if a.type == pb.ACTION_TYPE_DELETE_JOB_SET and a.propagation_policy not in _PROPAGATION:
             raise Broken("fields", f"propagation policy {q(a.propagation_policy)} is unknown")
+        if a.type == pb.ACTION_TYPE_UPDATE_STATUS:
+            guard_status.check(self.jobset, a.status if a.HasField("status")
+                               else self.plan_status)
         # An empty type is recorded as Normal, as the applier always did.
         if a.type == pb.ACTION_TYPE_EVENT and a.event.type not in ("", "Normal", "Warning"):
             raise Broken("event", f"event type {q(a.event.type)} is not Normal or Warning")

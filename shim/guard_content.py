@@ -108,6 +108,34 @@ def service(obj: Obj) -> None:
         raise Broken("service", "the Service is not headless (clusterIP None, ClusterIP)")
 
 
+def service_ports(ports: Any, jobset: Obj) -> None:
+    """The headless Service's ports are ports the JobSet's containers declare (upstream #1300:
+    `<protocol in lower case>-<port>`, targetPort the port; decider/core/headless_service.py):
+    a Service of this JobSet that opens other ports is not what the JobSet asked for."""
+    declared: set[tuple[int, str]] = set()
+    for rjob in replicated_jobs(jobset):
+        pod = dig(rjob, "template", "spec", "template", "spec")
+        containers = pod.get("containers")
+        for container in containers if isinstance(containers, list) else ():
+            listed = container.get("ports") if isinstance(container, dict) else None
+            for port in listed if isinstance(listed, list) else ():
+                pair = (port.get("containerPort"), port.get("protocol") or "TCP") \
+                    if isinstance(port, dict) else None
+                if pair is not None and isinstance(pair[0], int) and isinstance(pair[1], str):
+                    declared.add(pair)
+    for port in ports if isinstance(ports, list) else ():
+        number = port.get("port") if isinstance(port, dict) else None
+        protocol = (port.get("protocol") or "TCP") if isinstance(port, dict) else None
+        if not (_is_int(number) and isinstance(protocol, str)):
+            raise Broken("service", f"the Service's port {_short(port)} is not a port and a "
+                                    "protocol")
+        want = {"name": f"{protocol.lower()}-{number}", "protocol": protocol,
+                "port": number, "targetPort": number}
+        if (number, protocol) not in declared or {**want, **port} != want:
+            raise Broken("service", f"the Service's port {_short(port)} is not one the "
+                                    "JobSet's containers declare")
+
+
 def pod_template(job: Obj, jobset: Obj) -> None:
     """A Job's pod runs as its replicated Job's template says."""
     js_name = dig(jobset, "metadata").get("name", "")

@@ -309,6 +309,14 @@ class Identity:
                                      f"{self.name}}}")
         self._labels(obj, "the Service's labels")
 
+    def service_update(self, target: Obj) -> None:
+        """UpdateService acts on the JobSet's headless Service only (its subdomain), not on any
+        other Service the JobSet might control."""
+        name = dig(target, "metadata").get("name")
+        if name != self.subdomain:
+            raise Broken("identity", f"the Service {q(name)} is not JobSet {q(self.name)}'s "
+                                     f"headless Service {q(self.subdomain)}")
+
     def pvc(self, obj: Obj) -> None:
         self._labels(obj, "the PVC's labels")
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from tests.shim.helpers import NS, ScriptedDecider, jobset, rjob, wait_for
@@ -318,3 +320,50 @@ def test_a_job_labelled_as_another_jobsets_is_refused_whole(cluster, shims, deci
                 == "victim"]
     assert shim.stats.refused_plans >= 1
     assert decider.calls >= 1
+
+
+def _writes_but_events(cluster: Any) -> list[str]:
+    return [f"{r.method} {r.path}" for r in cluster.kube.writes() if "/events" not in r.path]
+
+
+@pytest.mark.parametrize("lie", ["another-jobsets-status", "execution-attempts-backwards"])
+def test_a_status_write_no_pass_could_make_is_refused_whole(cluster, shims, decider_server,
+                                                            lie):
+    """The real first plan (Service, Jobs, status), its status swapped for one no pass could
+    write: another JobSet's (a replicated Job this one has not) or an execution attempt gone
+    back (Kueue accounts per attempt). Refused whole: no Job, no Service, no status write."""
+    created = cluster.create_jobset(jobset("js", rjob("workers", 2)))
+    cluster.store.mutate(cluster.jobsets_rt, NS, "js",
+                         lambda o: o.setdefault("status", {}).update(executionAttempts=4), True)
+    tamper = {"on": True}
+
+    def answer(req: pb.DecideRequest, plan: Any) -> pb.DecideResponse:
+        out = pb.DecideResponse()
+        out.CopyFrom(plan)
+        if tamper["on"] and _meta(req)["name"] == "js":
+            assert pb.ACTION_TYPE_UPDATE_STATUS in [a.type for a in out.actions]
+            if lie == "another-jobsets-status":
+                out.status.replicated_jobs_status.add(name="leader", ready=1)
+            else:
+                out.status.execution_attempts = 0
+        return out
+
+    real = DeciderClient(decider_server.target, options=[("grpc.so_reuseport", 0)])
+    decider = ScriptedDecider(answer, real)
+    shims.refusals_expected = True
+    shim = shims.start(decider=decider)
+    event = wait_for(lambda: _refusals(cluster), what="a PlanRefused event")[0]
+    assert "breaks rule status" in event["message"], event["message"]
+    assert _writes_but_events(cluster) == []
+    assert cluster.live_jobs("js-") == []
+    assert cluster.store.try_get(cluster.services_rt, NS, "js") is None
+    assert cluster.jobset("js")["status"]["executionAttempts"] == 4
+    assert shim.stats.refused_plans >= 1
+
+    # The decider tells the truth again: the next pass applies its plan.
+    tamper["on"] = False
+    cluster.store.mutate(cluster.jobsets_rt, NS, "js", lambda o: o["metadata"].setdefault(
+        "labels", {}).update(poke="1"), False)
+    wait_for(lambda: len(cluster.live_jobs("js-")) == 2, what="jobs once the plan is true")
+    assert cluster.jobset("js")["status"]["executionAttempts"] == 4
+    assert created["metadata"]["uid"] == cluster.jobset("js")["metadata"]["uid"]

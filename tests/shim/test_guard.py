@@ -826,6 +826,119 @@ def test_refused_lifecycle(plan: pb.DecideResponse, rule: str) -> None:
     refusal = check(plan, owned, RESIZED)
     assert refusal is not None, "the plan was accepted"
     assert refusal.rule == rule, str(refusal)
+# ---- a decider that lies about today's actions: status writes and Service ports ------------
+
+COUNTED = copy.deepcopy(RESIZED)
+COUNTED["status"].update(executionAttempts=3, restarts=2, restartsCountTowardsMax=1,
+                         replicatedJobsStatus=[{"name": "workers", "ready": 0, "succeeded": 0,
+                                                "failed": 0, "active": 0, "suspended": 2}])
+
+
+def _status(own: bool = True, **fields: Any) -> pb.DecideResponse:
+    """An UpdateStatus of JobSet js carrying (own) or leaving to the plan a status that keeps
+    COUNTED's counters, then `fields`."""
+    status = pb.JobSetStatus(restarts=2, restarts_count_towards_max=1, execution_attempts=3)
+    status.replicated_jobs_status.add(name="workers", suspended=2)
+    for key, value in fields.items():
+        if value is None:
+            status.ClearField(key)
+        elif key == "replicated_jobs_status":
+            del status.replicated_jobs_status[:]
+            status.replicated_jobs_status.add(name=value)
+        else:
+            setattr(status, key, value)
+    action = pb.Action(type=pb.ACTION_TYPE_UPDATE_STATUS, name="js", uid=UID)
+    if own:
+        action.status.CopyFrom(status)
+        return pb.DecideResponse(actions=[action])
+    return pb.DecideResponse(actions=[action], status=status)
+
+
+def test_a_status_that_keeps_or_raises_the_counters_passes():
+    assert check(_status(), PAUSED, COUNTED) is None
+    assert check(_status(execution_attempts=4, restarts=3, restarts_count_towards_max=2,
+                         start_time="2026-01-01T12:00:00.5+01:00"), PAUSED, COUNTED) is None
+    assert check(_status(own=False), PAUSED, COUNTED) is None
+    # A JobSet with no count yet: the first pass sets it at its restarts.
+    assert check(_status(execution_attempts=0, restarts=0, restarts_count_towards_max=0),
+                 PAUSED, JS) is None
+    # The real resume of the lifecycle section, status write first.
+    assert check(RESUMED, PAUSED, RESIZED) is None
+
+
+@pytest.mark.parametrize(("plan", "says"), [
+    pytest.param(_status(execution_attempts=2), "executionAttempts to 2, below the JobSet's 3",
+                 id="execution-attempts-backwards"),
+    pytest.param(_status(execution_attempts=None), "executionAttempts to None",
+                 id="execution-attempts-unset"),
+    pytest.param(_status(own=False, execution_attempts=0), "executionAttempts to 0",
+                 id="execution-attempts-backwards-in-the-plans-status"),
+    pytest.param(_status(restarts=1), "restarts to 1, below the JobSet's 2",
+                 id="restarts-backwards"),
+    pytest.param(_status(restarts_count_towards_max=0), "restartsCountTowardsMax to 0",
+                 id="restarts-counting-towards-max-backwards"),
+    pytest.param(_status(replicated_jobs_status="leader"), "replicatedJobsStatus 'leader'",
+                 id="another-jobsets-replicated-job"),
+    pytest.param(_status(start_time="yesterday"), "startTime 'yesterday' is not an RFC 3339",
+                 id="start-time-not-a-time"),
+])
+def test_a_status_no_pass_could_write_is_refused(plan: pb.DecideResponse, says: str) -> None:
+    refusal = check(plan, PAUSED, COUNTED)
+    assert refusal is not None and refusal.rule == "status", refusal
+    assert says in refusal.detail, refusal.detail
+
+
+def test_a_status_write_of_another_jobset_is_refused_after_a_real_resume():
+    """The real resume plan, its first (synchronous) status write swapped for another JobSet's
+    status: refused whole, so not one Job resumes."""
+    plan = pb.DecideResponse()
+    plan.CopyFrom(RESUMED)
+    plan.actions[0].status.CopyFrom(_status(execution_attempts=0,
+                                            replicated_jobs_status="leader").actions[0].status)
+    refusal = check(plan, PAUSED, COUNTED)
+    assert refusal is not None and (refusal.index, refusal.rule) == (0, "status"), refusal
+
+
+PORTED = make_jobset()
+PORTED["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0][
+    "ports"] = [{"containerPort": 8080}, {"containerPort": 53, "protocol": "UDP"}]
+PORT = {"name": "tcp-8080", "protocol": "TCP", "port": 8080, "targetPort": 8080}
+OTHER_SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {
+    "name": "metrics", "namespace": "default", "uid": "uid-metrics",
+    "ownerReferences": [OWNER]}, "spec": {"clusterIP": "None"}}
+
+
+def test_the_services_ports_from_its_containers_pass():
+    plan = decide(PORTED, RUNNING)
+    assert "UPDATE_SERVICE" in types(plan)
+    assert check(plan, RUNNING, PORTED) is None
+    first = decide(PORTED)
+    assert json.loads(first.actions[0].object_json)["spec"]["ports"] == [
+        PORT, {"name": "udp-53", "protocol": "UDP", "port": 53, "targetPort": 53}]
+    assert check(first, [], PORTED) is None
+
+
+@pytest.mark.parametrize(("plan", "rule"), [
+    pytest.param(_on_service({"spec": {"ports": [{**PORT, "port": 22, "name": "tcp-22",
+                                                  "targetPort": 22}]}}),
+                 "service", id="update-service-opens-a-port-no-container-declares"),
+    pytest.param(_on_service({"spec": {"ports": [{**PORT, "targetPort": 22}]}}),
+                 "service", id="update-service-forwards-a-declared-port-elsewhere"),
+    pytest.param(_on_service({"spec": {"ports": [{**PORT, "protocol": "UDP",
+                                                  "name": "udp-8080"}]}}),
+                 "service", id="update-service-another-protocol"),
+    pytest.param(_on_service({"spec": {"ports": [PORT]}}, name="metrics", uid="uid-metrics"),
+                 "identity", id="update-service-another-service-of-the-jobset"),
+    pytest.param(_manifest(pb.ACTION_TYPE_CREATE_SERVICE, lambda o: o["spec"].__setitem__(
+        "ports", [{"name": "tcp-22", "protocol": "TCP", "port": 22, "targetPort": 22}])),
+                 "service", id="create-service-opens-a-port-no-container-declares"),
+])
+def test_a_service_port_the_containers_do_not_declare_is_refused(plan: pb.DecideResponse,
+                                                                  rule: str) -> None:
+    refusal = check(plan, [*RUNNING, OTHER_SERVICE], PORTED)
+    assert refusal is not None and refusal.rule == rule, refusal
+
+
 # ---- spec.scheduling (JobSetWorkloadAwareSchedulingAPI, JobSetGangOfGangs) -----------------
 
 V1BETA1 = "scheduling.k8s.io/v1beta1"
@@ -913,6 +1026,54 @@ def test_a_composite_pod_group_that_names_what_is_not_the_jobsets_is_refused(cha
     plan.actions[i].object_json = json.dumps(obj)
     refusal = TREE_GUARD.check(js, [], plan)
     assert refusal is not None and refusal.rule == "identity" and says in refusal.detail, refusal
+
+
+def _composite(change: Callable[[Obj], Any]) -> tuple[Obj, pb.DecideResponse]:
+    js, _ = _scheduled_objects(TREE_GATES)
+    plan = _decide_v1beta1(js, [], TREE_GATES)
+    i = _find(plan, pb.ACTION_TYPE_CREATE_COMPOSITE_POD_GROUP)
+    obj = json.loads(plan.actions[i].object_json)
+    change(obj)
+    plan.actions[i].object_json = json.dumps(obj)
+    plan.actions[i].name = obj["metadata"]["name"]
+    return js, plan
+
+
+def _another_jobsets_composite() -> Obj:
+    js, objects = _scheduled_objects(TREE_GATES)
+    cpg = copy.deepcopy(next(o for o in objects if o["kind"] == "CompositePodGroup"))
+    cpg["metadata"].update(name="victim-root", uid="uid-victim-cpg",
+                           labels={"jobset.sigs.k8s.io/jobset-name": "victim"})
+    cpg["metadata"]["ownerReferences"] = [{**OWNER, "name": "victim", "uid": "uid-victim"}]
+    return cpg
+
+
+@pytest.mark.parametrize(("change", "rule"), [
+    pytest.param(lambda o: o["metadata"].__setitem__(
+        "ownerReferences", [{**OWNER, "name": "victim", "uid": "uid-victim"}]), "owner",
+                 id="controlled-by-another-jobset"),
+    pytest.param(lambda o: o["metadata"].__setitem__(
+        "labels", {"jobset.sigs.k8s.io/jobset-name": "victim"}), "identity",
+                 id="labelled-as-another-jobsets"),
+    pytest.param(lambda o: o["metadata"].__setitem__("name", "victim-root"), "identity",
+                 id="named-as-another-jobsets"),
+    pytest.param(lambda o: o["spec"]["workloadRef"].__setitem__("workloadName", "victim-wl"),
+                 "identity", id="joins-another-jobsets-workload"),
+])
+def test_a_composite_pod_group_of_another_jobset_is_refused(change, rule):
+    js, plan = _composite(change)
+    refusal = TREE_GUARD.check(js, [], plan)
+    assert refusal is not None and refusal.rule == rule, refusal
+
+
+def test_deleting_another_jobsets_composite_pod_group_is_refused():
+    js, objects = _scheduled_objects(TREE_GATES)
+    victim = _another_jobsets_composite()
+    plan = _one(type=pb.ACTION_TYPE_DELETE_COMPOSITE_POD_GROUP, name="victim-root",
+                api_version="scheduling.k8s.io/v1alpha3", kind="CompositePodGroup",
+                uid="uid-victim-cpg", propagation_policy="Background")
+    refusal = TREE_GUARD.check(js, [*objects, victim], plan)
+    assert refusal is not None and refusal.rule == "controlled", refusal
 
 
 def test_jobs_of_a_tree_name_its_leaf_templates_and_pass():
