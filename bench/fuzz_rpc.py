@@ -295,7 +295,8 @@ def status_block(rng: random.Random, names: list[str]) -> dict[str, Any]:
     if rng.random() < 0.3:
         status["replicatedJobsStatus"] = [{
             "name": rng.choice(names + [""]), "ready": rng.choice(HUGE_INTS),
-            "succeeded": 0, "failed": rng.choice(HUGE_INTS), "active": 1, "suspended": 0}
+            "succeeded": 0, "failed": rng.choice(HUGE_INTS), "active": 1, "suspended": 0,
+            "jobRestarts": [rng.choice((0, 1, 2**31 - 1))] * rng.choice((0, 1, 3))}
             for _ in range(rng.choice((1, 2, 40)))]
     return status
 
@@ -539,6 +540,17 @@ def mutate_jobset(js: dict[str, Any], rng: random.Random) -> None:
                 job["completions"] = rng.choice((1, 4, None, 2**31 - 1))
             except (KeyError, TypeError):
                 pass
+    elif roll < 0.97:
+        # A failure policy that restarts, with counters near int32's end (status_block puts
+        # restarts, attempts and jobRestarts there): what a pass adds one to.
+        spec["failurePolicy"] = {
+            "maxRestarts": rng.choice((0, 1, 3, 2**31 - 1, 2**31, -1)),
+            "restartStrategy": rng.choice(("Recreate", "BlockingRecreate", "InPlaceRestart")),
+            "rules": [{"name": f"r{i}", "action": rng.choice((
+                "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts", "RestartJob",
+                "RestartJobAndIgnoreMaxRestarts", "FailJobSet")),
+                "onJobFailureReasons": rng.choice(([], ["BackoffLimitExceeded"]))}
+                for i in range(rng.choice((0, 1, 2)))]}
     else:
         spec["startupPolicy"] = {"startupPolicyOrder": rng.choice(("InOrder", "AnyOrder", "x"))}
         if names and rng.random() < 0.5:
@@ -585,6 +597,19 @@ def mutate_observed(objs: list[dict[str, Any]], rng: random.Random, js: dict[str
             {"name": rng.choice(("tcp-8080", "", "x")), "port": rng.choice(HUGE_INTS),
              "targetPort": rng.choice((8080, "http", -1, 2**40)),
              "protocol": rng.choice(PROTOCOLS)} for _ in range(rng.choice((0, 1, 3, 1000)))]
+    elif roll < 0.62 and obj.get("kind") == "Job":
+        # A failure, or a pod at some in-place restart attempt.
+        if rng.random() < 0.6:
+            obj["status"] = {"failed": 1, "conditions": [{
+                "type": "Failed", "status": "True",
+                "reason": rng.choice(("BackoffLimitExceeded", "PodFailurePolicy", "")),
+                "message": rng.choice(PSTRINGS), "lastTransitionTime": rng.choice(TIMES)}]}
+        else:
+            objs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"{meta.get('name')}-0", "annotations": {
+                    "jobset.sigs.k8s.io/in-place-restart-attempt": str(rng.choice(
+                        HUGE_INTS + ("1", "x", "-1")))}},
+                "status": {"phase": rng.choice(("Running", "Failed", "Pending"))}})
     elif roll < 0.72 and obj.get("kind") == "Job":
         try:
             pod = obj["spec"]["template"]["spec"]
@@ -723,10 +748,45 @@ def _typed_objects(req: pb.DecideRequest, observed: list[dict[str, Any]],
     return True
 
 
+def counters_at_the_edge(js: dict[str, Any], observed: list[dict[str, Any]],
+                         rng: random.Random) -> None:
+    """A coherent JobSet whose next pass adds one to a counter at int32's end: the counters
+    there, a policy that restarts, a failed Job (or a resume). Blind mutations rarely line the
+    three up."""
+    edge = rng.choice((2**31 - 1, 2**31 - 2))
+    status = js["status"] = dict(js.get("status") or {})
+    key = rng.choice(("restarts", "executionAttempts", "jobRestarts"))
+    status.update(restarts=edge if key == "restarts" else 0, restartsCountTowardsMax=0)
+    if key == "executionAttempts":
+        status["executionAttempts"] = edge
+    if key == "jobRestarts":
+        status["replicatedJobsStatus"] = [{
+            "name": r["name"], "ready": 0, "succeeded": 0, "failed": 0, "active": 0,
+            "suspended": 0, "jobRestarts": [edge] * r.get("replicas", 1)} for r in _rjobs(js)]
+    js["spec"]["failurePolicy"] = {"maxRestarts": 2**31 - 1, "rules": [{"name": "again",
+        "action": rng.choice(("RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts",
+                              "RestartJob", "RestartJobAndIgnoreMaxRestarts"))}]}
+    jobs = [o for o in observed if o.get("kind") == "Job"]
+    if jobs and rng.random() < 0.8:
+        rng.choice(jobs)["status"] = {"failed": 1, "conditions": [{
+            "type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+            "message": "", "lastTransitionTime": "2026-01-01T11:00:00Z"}]}
+    elif jobs:  # a resume of a suspended JobSet whose Jobs ran in the last attempt
+        status["conditions"] = [{"type": "Suspended", "status": "True", "reason": "x",
+                                 "message": "", "lastTransitionTime": "2026-01-01T11:00:00Z"}]
+        js["spec"]["suspend"] = False
+        for job in jobs:
+            job["spec"]["suspend"] = True
+            job["metadata"].setdefault("annotations", {})[
+                "jobset.sigs.k8s.io/execution-attempt"] = str(edge)
+
+
 def decide_request(seed: Seed, rng: random.Random) -> tuple[pb.DecideRequest, dict[str, bool]]:
     js = copy.deepcopy(seed.jobset)
     observed = copy.deepcopy(seed.observed)
-    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+    if rng.random() < 0.05:
+        tolerant(counters_at_the_edge, js, observed, rng)
+    for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
         roll = rng.random()
         if roll < 0.55:
             tolerant(mutate_jobset, js, rng)

@@ -124,5 +124,15 @@ def controller_ref(meta: dict[str, Any], path: str) -> dict[str, Any] | None:
     return None
 
 
+def incremented(value: int, path: str) -> int:
+    """One more than a counter the API server stores as an int32 (restarts, execution
+    attempts, a Job's restarts). Upstream's Go adds one and wraps to -2147483648; the decider
+    refuses the input instead, naming the counter, rather than write what no status holds."""
+    if value >= MAX_INT32:
+        raise InvalidInput.at(path, f"is {value}: one more does not fit the int32 it is stored "
+                                    f"in (at most {MAX_INT32})")
+    return value + 1
+
+
 def clamp_int32(value: int) -> int:
     return max(-(2**31), min(MAX_INT32, value))

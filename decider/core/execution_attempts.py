@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from decider.core import access as acc
 from decider.core import conditions
 from decider.core import constants as c
 from decider.core.children import ChildJobs
@@ -50,10 +51,11 @@ def sync(st: PassState, children: ChildJobs) -> None:
             st.explain(f"execution attempts start at {st.restarts} (status.restarts)")
         return
     if current is None:
-        new = st.restarts + 1 if st.restarts > 0 else st.restarts
+        new = acc.incremented(st.restarts, "status.restarts") if st.restarts > 0 \
+            else st.restarts
         why = "the first run after a suspension"
     elif not _counted(st, children, current):
-        new = current + 1
+        new = acc.incremented(current, "status.executionAttempts")
         why = "the JobSet resumes"
     else:
         return
@@ -100,7 +102,8 @@ def count_global_restart(st: PassState, restarts_before: int) -> None:
     if not st.gate(c.GATE_EXECUTION_ATTEMPTS) or st.restarts <= restarts_before:
         return
     current = attempts(st.status)
-    st.status["executionAttempts"] = st.restarts if current is None else current + 1
+    st.status["executionAttempts"] = st.restarts if current is None else \
+        acc.incremented(current, "status.executionAttempts")
     st.dirty = True
     st.explain(f"the whole JobSet restarts: execution attempt {st.status['executionAttempts']}")
 

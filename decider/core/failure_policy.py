@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from decider.core import access as acc
 from decider.core import conditions
 from decider.core import constants as c
 from decider.core.children import job_restarts
@@ -186,9 +187,10 @@ def _fail_reached_max(st: PassState, job: ObservedJob) -> None:
 def _recreate_all(st: PassState, job: ObservedJob, rule: FailureRule | None,
                   action: str, counts: bool) -> None:
     message = _with_first_failed(f"applying {action} failure policy action", job)
-    st.status["restarts"] = st.restarts + 1
+    st.status["restarts"] = acc.incremented(st.restarts, "status.restarts")
     if counts:
-        st.status["restartsCountTowardsMax"] = st.restarts_count_towards_max + 1
+        st.status["restartsCountTowardsMax"] = acc.incremented(
+            st.restarts_count_towards_max, "status.restartsCountTowardsMax")
     st.dirty = True
     reason = c.REASON_RULE_PREFIX + rule.name if rule else c.REASON_DEFAULT_FAILURE_POLICY
     conditions.set_condition(st, c.RESTARTING, "True", reason, message, c.WARNING)
@@ -229,7 +231,8 @@ def _recreate_job(st: PassState, job: ObservedJob, action: str, counts: bool) ->
             raise InvalidInput.at(f"jobs[{job.name}].labels[{c.JOB_INDEX}]",
                                   f"failed job {job.name} has index {index} out of bounds for "
                                   f"replicated job {rjob_name} (replicas: {len(values)})")
-        values[index] += 1
+        values[index] = acc.incremented(
+            values[index], f"status.replicatedJobsStatus[name={rjob_name}].{key}[{index}]")
         if entry is not None:
             entry[key] = values
     st.dirty = True

@@ -30,6 +30,10 @@ def _attempts(st: PassState) -> list[int]:
         if value < 0:
             raise InvalidInput.at(f"pods[{i}].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]",
                                   f"pod {pod.name}: must be a non-negative integer, got {raw!r}")
+        if value > c.MAX_INT32:
+            # The attempt lands in status.currentInPlaceRestartAttempt, an int32.
+            raise InvalidInput.at(f"pods[{i}].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]",
+                                  f"pod {pod.name}: must be at most {c.MAX_INT32}, got {raw!r}")
         out.append(value)
     return out
 

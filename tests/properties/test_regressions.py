@@ -186,6 +186,43 @@ def _simulate_suspended_at_once(metadata: object) -> bytes:
     return req.SerializeToString()
 
 
+_MAX = 2**31 - 1
+
+
+def _child(index: int, state: str, *, attempt: int = 0, suspend: bool = False,
+           annotations: dict[str, str] | None = None) -> dict[str, object]:
+    """Job js-w-<index> as the API server serves it: failed, or running (suspended or not)."""
+    status: dict[str, object] = {"active": 1, "ready": 1}
+    if state == "failed":
+        status = {"failed": 1, "conditions": [{
+            "type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+            "lastTransitionTime": "2026-01-01T11:00:00Z"}]}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": f"js-w-{index}", "uid": f"u{index}", "annotations": annotations or {},
+        "labels": {c.REPLICATED_JOB_NAME: "w", c.RESTART_ATTEMPT: str(attempt),
+                   c.JOB_INDEX: str(index)},
+        "ownerReferences": [{"apiVersion": c.API_VERSION, "kind": c.KIND, "name": "js",
+                             "uid": UID, "controller": True}]},
+        "spec": {"parallelism": 1, "completions": 1, "suspend": suspend,
+                 "template": {"spec": {"containers": [{"name": "main"}]}}},
+        "status": status}
+
+
+def _counters(status: dict[str, object], owned: list[dict[str, object]],
+              gates: dict[str, bool], **spec: object) -> bytes:
+    js = jobset(rjob("w", 1), status=status, **spec)
+    return observe.build_decide_request(js, owned, NOW, feature_gates=gates).SerializeToString()
+
+
+_IGNORE_MAX = {"maxRestarts": 1, "rules": [{"name": "again",
+                                           "action": "RestartJobSetAndIgnoreMaxRestarts"}]}
+_SUSPENDED = [{"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "message": "",
+               "lastTransitionTime": "2026-01-01T11:00:00Z"}]
+_IN_PLACE_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+    "name": "p", "annotations": {c.IN_PLACE_RESTART_ATTEMPT: "3000000000"}},
+    "status": {"phase": "Running"}}
+
+
 def _validate(quantity: object) -> bytes:
     js = _with_template(_CONTAINER + ("resources",), {"requests": {"cpu": quantity}})
     return pb.ValidateRequest(object_json=json.dumps(js)).SerializeToString()
@@ -212,9 +249,38 @@ def _validate(quantity: object) -> bytes:
     # A JobSet suspended by an event at +0s is edited before pass 1 reads it: a metadata that
     # is no object crashed the edit (INTERNAL) where pass 1 names the field.
     ("Simulate", _simulate_suspended_at_once(1.5), "metadata"),
+    # A counter at int32's maximum that the pass adds one to: the plan's status could not be
+    # serialized (ValueError, INTERNAL); upstream's Go wraps to -2147483648.
+    ("Decide", _counters({"restarts": _MAX}, [_child(0, "failed", attempt=_MAX)], {},
+                         failurePolicy=_IGNORE_MAX), "status.restarts"),
+    ("Decide", _counters({"restarts": 0, "executionAttempts": _MAX}, [_child(0, "failed")],
+                         {c.GATE_EXECUTION_ATTEMPTS: True}, failurePolicy=_IGNORE_MAX),
+     "status.executionAttempts"),
+    ("Decide", _counters({"executionAttempts": _MAX, "conditions": _SUSPENDED},
+                         [_child(0, "active", suspend=True,
+                                 annotations={c.EXECUTION_ATTEMPT: str(_MAX)})],
+                         {c.GATE_EXECUTION_ATTEMPTS: True}), "status.executionAttempts"),
+    ("Decide", _counters({"restarts": _MAX, "conditions": _SUSPENDED},
+                         [_child(0, "active", suspend=True, attempt=_MAX)],
+                         {c.GATE_EXECUTION_ATTEMPTS: True}), "status.restarts"),
+    ("Decide", _counters({"replicatedJobsStatus": [{
+        "name": "w", "ready": 0, "succeeded": 0, "failed": 1, "active": 0, "suspended": 0,
+        "jobRestarts": [_MAX]}]}, [_child(0, "failed")], {c.GATE_RESTART_JOB: True},
+        failurePolicy={"maxRestarts": 1, "rules": [
+            {"name": "one", "action": "RestartJobAndIgnoreMaxRestarts"}]}),
+     "status.replicatedJobsStatus[name=w].jobRestarts[0]"),
+    ("Decide", _counters({"restarts": _MAX}, [_child(0, "active", attempt=_MAX),
+                                              _IN_PLACE_POD], {c.GATE_IN_PLACE_RESTART: True},
+                         failurePolicy={"maxRestarts": _MAX,
+                                        "restartStrategy": "InPlaceRestart"}),
+     f"pods[0].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"),
 ], ids=["service-spec-not-an-object", "service-ports-not-a-list", "service-sent-whole",
         "job-container-resources-a-string", "job-container-requests-a-list",
-        "job-container-limit-nan", "quantity-past-float64", "simulate-suspends-junk-metadata"])
+        "job-container-limit-nan", "quantity-past-float64", "simulate-suspends-junk-metadata",
+        "restarts-at-int32-max", "execution-attempts-at-max-on-restart",
+        "execution-attempts-at-max-on-resume", "first-attempt-after-max-restarts",
+        "job-restarts-at-max",
+        "in-place-attempt-past-int32"])
 def test_fuzz_findings_are_invalid_argument_naming_the_field(method: str, payload: bytes,
                                                              field: str) -> None:
     reply = dispatch.answer(method, payload, Limits())
