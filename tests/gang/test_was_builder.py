@@ -223,6 +223,23 @@ def test_tree_drift_and_min_count_in_place() -> None:
     assert [d["kind"] for d in flat.deletes][-1] == "Workload" and flat.objects == []
 
 
+@pytest.mark.parametrize("junk", [1e-320, 7, {"name": "x"}, "templates"],
+                         ids=["float", "int", "object", "string"])
+def test_a_tree_whose_nested_list_is_junk_is_drift_not_a_crash(junk: Any) -> None:
+    """An observed Workload whose composite template holds podGroupTemplates: 1e-320 (found by
+    bench/fuzz_rpc.py over gRPC: TypeError, INTERNAL). No API server serves it; it differs from
+    the decider's, so it is drift: the objects are deleted to be recreated."""
+    js = jobset(rjob("workers", 2, 2), scheduling={})
+    made = plan_gang(js, gates=TREE).objects
+    for i, o in enumerate(made):
+        o["metadata"]["uid"] = f"u{i}"
+    workload = next(o for o in made if o["kind"] == "Workload")
+    workload["spec"]["compositePodGroupTemplates"][0]["compositePodGroupTemplates"][0][
+        "podGroupTemplates"] = junk
+    plan = plan_gang(js, made, gates=TREE)
+    assert "Workload" in [d["kind"] for d in plan.deletes]
+
+
 def test_tree_pod_sets_carry_the_ancestors() -> None:
     js = jobset(rjob("driver", 1, 1), rjob("workers", 3, 2), scheduling={
         "replicatedJobs": [entry("driver", schedulingPolicy=BASIC), entry("workers")]})

@@ -127,8 +127,11 @@ def _template_equal(existing: Any, desired: Any) -> bool:
         d.pop("resourceClaims", None)
     for key in ("podGroupTemplates", "compositePodGroupTemplates"):
         el, dl = e.pop(key, None) or [], d.pop(key, None) or []
-        if len(el) != len(dl) or not all(_template_equal(x, y) for x, y in zip(el, dl,
-                                                                                  strict=True)):
+        # A nested list the server holds as something else (no API server serves that, a
+        # careless client may send it) differs from ours: drift, as a spec that is not an
+        # object is (_workload_drifted), not a TypeError.
+        if not isinstance(el, list) or len(el) != len(dl) or not all(
+                _template_equal(x, y) for x, y in zip(el, dl, strict=True)):
             return False
     return _canon(e) == _canon(d)
 
