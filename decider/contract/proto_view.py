@@ -33,8 +33,8 @@ def _toleration(t: pb.Toleration) -> Toleration:
 
 def containers(text: str, job: str, field: str) -> list[Any] | None:
     """A Job's containers sent as JSON (PodTemplateSummary.containers_json): None when not sent;
-    InvalidInput naming the Job when not a JSON list of objects whose resources, requests and
-    limits (what a resume reads and rewrites) are objects. Parsed as every other JSON of a
+    InvalidInput naming the Job when not a JSON list of objects whose names are strings and
+    whose resources, requests and limits (what a resume reads and rewrites) are objects. Parsed as every other JSON of a
     request is (json_input): no NaN, no lone surrogate, bounded nesting, since the resume
     writes these containers back into its patch."""
     if not text:
@@ -44,6 +44,9 @@ def containers(text: str, job: str, field: str) -> list[Any] | None:
     if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
         raise InvalidInput.at(where, "must be a JSON list of objects")
     for i, container in enumerate(value):
+        # A resume matches containers by name.
+        if not isinstance(container.get("name", ""), str):
+            raise InvalidInput.at(f"{where}[{i}].name", "must be a string")
         resources = container.get("resources")
         if resources is None:
             continue

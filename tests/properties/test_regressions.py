@@ -242,6 +242,9 @@ def _validate(quantity: object) -> bytes:
      "jobs[name=js-a-0].pod_template.containers_json[0].resources.requests"),
     ("Decide", _suspended_job('[{"name": "main", "resources": {"limits": {"cpu": NaN}}}]'),
      "jobs[name=js-a-0].pod_template.containers_json[0].resources.limits.cpu"),
+    # Found over gRPC (seed 22): a name the resume could not look up (unhashable list).
+    ("Decide", _suspended_job('[{"name": ["main"], "resources": {}}]'),
+     "jobs[name=js-a-0].pod_template.containers_json[0].name"),
     # An integer no float64 holds, where the webhook's Go round trip reads a quantity:
     # OverflowError (INTERNAL); the API server's decoder refuses such a number.
     ("Validate", _validate(10**400),
@@ -276,7 +279,7 @@ def _validate(quantity: object) -> bytes:
      f"pods[0].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"),
 ], ids=["service-spec-not-an-object", "service-ports-not-a-list", "service-sent-whole",
         "job-container-resources-a-string", "job-container-requests-a-list",
-        "job-container-limit-nan", "quantity-past-float64", "simulate-suspends-junk-metadata",
+        "job-container-limit-nan", "job-container-name-a-list", "quantity-past-float64", "simulate-suspends-junk-metadata",
         "restarts-at-int32-max", "execution-attempts-at-max-on-restart",
         "execution-attempts-at-max-on-resume", "first-attempt-after-max-restarts",
         "job-restarts-at-max",
