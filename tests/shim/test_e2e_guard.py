@@ -326,12 +326,18 @@ def _writes_but_events(cluster: Any) -> list[str]:
     return [f"{r.method} {r.path}" for r in cluster.kube.writes() if "/events" not in r.path]
 
 
-@pytest.mark.parametrize("lie", ["another-jobsets-status", "execution-attempts-backwards"])
+@pytest.mark.parametrize(("lie", "rule"), [
+    ("another-jobsets-status", "status"), ("execution-attempts-backwards", "status"),
+    ("update-another-jobsets-service", "controlled")])
 def test_a_status_write_no_pass_could_make_is_refused_whole(cluster, shims, decider_server,
-                                                            lie):
-    """The real first plan (Service, Jobs, status), its status swapped for one no pass could
-    write: another JobSet's (a replicated Job this one has not) or an execution attempt gone
-    back (Kueue accounts per attempt). Refused whole: no Job, no Service, no status write."""
+                                                            lie, rule):
+    """The real first plan (Service, Jobs, status), with its status swapped for one no pass
+    could write (another JobSet's: a replicated Job this one has not; an execution attempt gone
+    back: Kueue accounts per attempt), or an UpdateService of another JobSet's Service added.
+    Refused whole: no Job, no Service, no status write, no patch."""
+    victim = cluster.store.create(cluster.services_rt, NS, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "victim", "namespace": NS},
+        "spec": {"clusterIP": "None", "selector": {"jobset.sigs.k8s.io/jobset-name": "victim"}}})
     created = cluster.create_jobset(jobset("js", rjob("workers", 2)))
     cluster.store.mutate(cluster.jobsets_rt, NS, "js",
                          lambda o: o.setdefault("status", {}).update(executionAttempts=4), True)
@@ -344,8 +350,14 @@ def test_a_status_write_no_pass_could_make_is_refused_whole(cluster, shims, deci
             assert pb.ACTION_TYPE_UPDATE_STATUS in [a.type for a in out.actions]
             if lie == "another-jobsets-status":
                 out.status.replicated_jobs_status.add(name="leader", ready=1)
-            else:
+            elif lie == "execution-attempts-backwards":
                 out.status.execution_attempts = 0
+            else:
+                out.actions.add(type=pb.ACTION_TYPE_UPDATE_SERVICE, name="victim",
+                                api_version="v1", kind="Service",
+                                uid=victim["metadata"]["uid"], patch_json=json.dumps(
+                                    {"spec": {"ports": [{"name": "tcp-22", "protocol": "TCP",
+                                                         "port": 22, "targetPort": 22}]}}))
         return out
 
     real = DeciderClient(decider_server.target, options=[("grpc.so_reuseport", 0)])
@@ -353,11 +365,12 @@ def test_a_status_write_no_pass_could_make_is_refused_whole(cluster, shims, deci
     shims.refusals_expected = True
     shim = shims.start(decider=decider)
     event = wait_for(lambda: _refusals(cluster), what="a PlanRefused event")[0]
-    assert "breaks rule status" in event["message"], event["message"]
+    assert f"breaks rule {rule}" in event["message"], event["message"]
     assert _writes_but_events(cluster) == []
     assert cluster.live_jobs("js-") == []
     assert cluster.store.try_get(cluster.services_rt, NS, "js") is None
     assert cluster.jobset("js")["status"]["executionAttempts"] == 4
+    assert "ports" not in cluster.store.get(cluster.services_rt, NS, "victim")["spec"]
     assert shim.stats.refused_plans >= 1
 
     # The decider tells the truth again: the next pass applies its plan.
