@@ -34,9 +34,9 @@ def _toleration(t: pb.Toleration) -> Toleration:
 def containers(text: str, job: str, field: str) -> list[Any] | None:
     """A Job's containers sent as JSON (PodTemplateSummary.containers_json): None when not sent;
     InvalidInput naming the Job when not a JSON list of objects whose names are strings and
-    whose resources, requests and limits (what a resume reads and rewrites) are objects. Parsed as every other JSON of a
-    request is (json_input): no NaN, no lone surrogate, bounded nesting, since the resume
-    writes these containers back into its patch."""
+    whose resources, requests and limits (what a resume reads and rewrites) are objects.
+    Parsed as every other JSON of a request is (json_input): no NaN, no lone surrogate,
+    bounded nesting, since the resume writes these containers back into its patch."""
     if not text:
         return None
     where = f"jobs[name={job}].pod_template.{field}"

@@ -10,8 +10,8 @@ from decider.contract import convert
 from decider.contract.limits import Limits
 from decider.core import constants as c
 from decider.core.errors import InvalidInput
-from decider_api.v1 import decider_pb2 as pb
 from decider.service import dispatch
+from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from support.builders import NOW, UID, job, jobset, rjob, run
 
@@ -279,7 +279,8 @@ def _validate(quantity: object) -> bytes:
      f"pods[0].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"),
 ], ids=["service-spec-not-an-object", "service-ports-not-a-list", "service-sent-whole",
         "job-container-resources-a-string", "job-container-requests-a-list",
-        "job-container-limit-nan", "job-container-name-a-list", "quantity-past-float64", "simulate-suspends-junk-metadata",
+        "job-container-limit-nan", "job-container-name-a-list", "quantity-past-float64",
+        "simulate-suspends-junk-metadata",
         "restarts-at-int32-max", "execution-attempts-at-max-on-restart",
         "execution-attempts-at-max-on-resume", "first-attempt-after-max-restarts",
         "job-restarts-at-max",
