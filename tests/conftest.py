@@ -13,6 +13,9 @@ import pytest
 
 from support import spec_cache_check
 
+# Every test that waits on a process, a thread, a server or the clock is marked `waits`.
+pytest_plugins = ["support.waits_check"]
+
 spec_cache_check.install()
 
 from decider.contract.jobset_texts import TEXTS  # noqa: E402

@@ -13,6 +13,8 @@ import yaml
 
 from decider.service.server import BackgroundServer
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
 NOW = "2026-01-01T00:00:00Z"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 LEADER = str(ROOT / "examples" / "leader-workers.yaml")
 TRAINER = str(ROOT / "examples" / "trainer-restarted.yaml")

@@ -164,6 +164,7 @@ def test_every_file_taking_command_has_the_kubectl_flags() -> None:
     assert "--old" in validate
 
 
+@pytest.mark.waits
 def test_decide_from_a_directory_through_a_server(tmp_path: Path) -> None:
     """As a user runs it: `decider serve`, then `decide --server -f DIR`, the same bytes as
     deciding in process."""

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "leader-workers.yaml")
 GANG_JOB = str(ROOT / "examples" / "gang-job.yaml")

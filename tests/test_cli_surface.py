@@ -39,6 +39,7 @@ def server():
         yield srv
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize(("module", "prog"), [("decider.cli", "decider"),
                                               ("shim.main", "decider-shim")])
 def test_version_names_the_package_and_the_jobset_api(module: str, prog: str) -> None:
@@ -51,6 +52,7 @@ def test_version_names_the_package_and_the_jobset_api(module: str, prog: str) ->
     assert re.search(r"upstream JobSet v0\.13\.0-devel\b", (ROOT / "README.md").read_text())
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("module", ["decider.cli", "shim.main"])
 def test_the_version_line_is_one_line_however_narrow_the_terminal(module: str) -> None:
     # argparse's version action wraps at COLUMNS: a script reading the line got two.
@@ -90,6 +92,7 @@ def _two_jobsets() -> str:
     return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [first, second, job]})
 
 
+@pytest.mark.waits
 def test_decide_with_several_jobsets_prints_a_plan_for_each_keyed_by_namespace_and_name() -> None:
     out = run("decider.cli", "decide", "-f", "-", "--now", NOW, "-o", "json", stdin=_two_jobsets())
     assert out.returncode == 0, out.stderr
@@ -103,6 +106,7 @@ def test_decide_with_several_jobsets_prints_a_plan_for_each_keyed_by_namespace_a
                        "default/other": []}
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("name", ["trainer", "default/trainer"])
 def test_decide_name_picks_one_jobset_and_prints_its_plan_as_for_a_single_file(name: str) -> None:
     alone = run("decider.cli", "decide", "-f", str(EXAMPLE), "--now", NOW, "-o", "json")
@@ -113,6 +117,7 @@ def test_decide_name_picks_one_jobset_and_prints_its_plan_as_for_a_single_file(n
     assert json.loads(picked.stdout) == json.loads(alone.stdout)
 
 
+@pytest.mark.waits
 def test_decide_name_that_is_not_in_the_file_is_refused_listing_what_is() -> None:
     out = run("decider.cli", "decide", "-f", "-", "--now", NOW, "--name", "nope",
               stdin=_two_jobsets())
@@ -121,6 +126,7 @@ def test_decide_name_that_is_not_in_the_file_is_refused_listing_what_is() -> Non
         "decider: --name: no JobSet 'nope' in - (it holds default/trainer, default/other)")
 
 
+@pytest.mark.waits
 def test_decide_refuses_the_same_jobset_twice() -> None:
     text = EXAMPLE.read_text()
     out = run("decider.cli", "decide", "-f", "-", "--now", NOW, stdin=text + "\n---\n" + text)
@@ -130,6 +136,7 @@ def test_decide_refuses_the_same_jobset_twice() -> None:
 
 # ---- feature gates --------------------------------------------------------------------------
 
+@pytest.mark.waits
 @pytest.mark.parametrize("command", ["decide", "validate"])
 def test_an_unknown_feature_gate_is_refused_naming_the_known_ones(command: str) -> None:
     args = [command, "-f", str(EXAMPLE), "--feature-gates", "Nope=true"]
@@ -144,12 +151,14 @@ def test_an_unknown_feature_gate_is_refused_naming_the_known_ones(command: str) 
         "MutablePodResourcesForSuspendedJobSets, RestartJob, TLSOptions")
 
 
+@pytest.mark.waits
 def test_known_feature_gates_are_still_taken() -> None:
     out = run("decider.cli", "decide", "-f", str(EXAMPLE), "--now", NOW, "--feature-gates",
               "RestartJob=true,ElasticJobSet=false")
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("gate", [
     "ExecutionAttemptsTracking",  # KEP-1282, #1283
     "JobSetActiveDeadlineSeconds",  # KEP-1186, #1320
@@ -177,6 +186,7 @@ def _decide_request(jobset: dict, jobs: list[dict] = (), gates: dict | None = No
                                         feature_gates=gates)
 
 
+@pytest.mark.waits
 def test_an_unknown_feature_gate_over_grpc_is_invalid_argument(server: BackgroundServer) -> None:
     with grpc.insecure_channel(server.target) as channel:
         stub = pb_grpc.DeciderStub(channel)

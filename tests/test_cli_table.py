@@ -157,6 +157,7 @@ def test_json_and_yaml_print_what_they_always_printed(
     assert list(json.loads(plan)) == ["actions", "status", "requeueAfterSeconds", "explanation"]
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("command", [
     ["decide", "-f", str(LEADER), "--now", NOW],
     ["simulate", "-f", str(TRAINER), "--now", START, "--fail", "trainer-workers-1"],

@@ -120,6 +120,7 @@ def _flood(client: DeciderClient, request: pb.DecideRequest, wave: int, waves: i
     return outcomes
 
 
+@pytest.mark.waits
 def test_a_shed_request_succeeds_on_retry() -> None:
     request = observe.build_decide_request(JOBSET, [], NOW)
     with shedding_decider() as target:

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ["decider_pb2.py", "decider_pb2.pyi", "decider_pb2_grpc.py"]
 

@@ -30,6 +30,8 @@ from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, jobset, rjob
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
 # One past the last second google.protobuf.Timestamp's JSON can write (9999-12-31T23:59:59Z).

@@ -61,6 +61,7 @@ def test_blocks_inside_list_items_are_read_without_their_indentation(tmp_path: P
     assert (block.code, block.exit_status, block.runs) == ("exit 3\n", 3, True)
 
 
+@pytest.mark.waits
 def test_commands_run_in_order_and_a_failure_says_why(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     page = _page(tmp_path, "\n".join([
@@ -78,6 +79,7 @@ def test_commands_run_in_order_and_a_failure_says_why(tmp_path: Path,
     assert "skip " in out and "not run: needs a cluster" in out
 
 
+@pytest.mark.waits
 def test_a_server_is_waited_for_and_its_port_is_a_free_one(tmp_path: Path) -> None:
     page = _page(tmp_path, "\n".join([
         "```sh background", "decider serve --port 50051", "```",
@@ -89,12 +91,14 @@ def test_a_server_is_waited_for_and_its_port_is_a_free_one(tmp_path: Path) -> No
     assert (ran, failures) == (3, [])
 
 
+@pytest.mark.waits
 def test_a_server_that_never_listens_fails_its_block(tmp_path: Path) -> None:
     page = _page(tmp_path, "```sh background timeout=30\necho gone --port 50051\n```\n")
     ran, failures = doc_commands.run_page(page)
     assert ran == 1 and "exited with status 0 before listening" in failures[0]
 
 
+@pytest.mark.waits
 def test_a_command_that_leaves_a_file_in_the_repository_fails(tmp_path: Path) -> None:
     left = ROOT / "doc-commands-test-leftover.txt"
     try:

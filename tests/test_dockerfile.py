@@ -14,6 +14,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_TOOLS = ("gcc", "g++", "cc", "clang", "make", "build-essential", "cmake", "-dev",
                "git", "curl", "wget")
@@ -159,6 +161,7 @@ def _context_files() -> list[Path]:
     return kept
 
 
+@pytest.mark.waits
 def test_the_build_context_leaves_out_what_the_image_does_not_need():
     files = {str(p) for p in _context_files()}
     assert "pyproject.toml" in files and "README.md" in files
@@ -166,6 +169,7 @@ def test_the_build_context_leaves_out_what_the_image_does_not_need():
     assert any(f.startswith("decider/") for f in files)
 
 
+@pytest.mark.waits
 def test_the_wheel_builds_from_exactly_what_the_build_stage_copies(tmp_path: Path):
     context = {str(p) for p in _context_files()}
     src = tmp_path / "src"

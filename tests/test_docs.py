@@ -9,11 +9,14 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from decider.service.server import BackgroundServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.waits
 def test_the_python_client_example_prints_the_plans_actions() -> None:
     page = (ROOT / "docs" / "clients.md").read_text()
     section = page[page.index("## Python"):]

@@ -174,6 +174,7 @@ def test_deep_json_is_refused_without_a_traceback(depth: int) -> None:
 IMAGE = "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("replicas,image,code,needle", [
     ("1e2", '"busybox"', 0, None),
     ("1e0", '"busybox"', 0, None),
@@ -202,6 +203,7 @@ def test_cli_reads_a_json_file_as_json(tmp_path: Path, replicas: str, image: str
         assert needle in out.stdout + out.stderr
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("replicas", ["1e2", "100.0", "1E2"])
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_every_command_reads_a_whole_float_as_kubectl_sends_it(tmp_path: Path, replicas: str,
@@ -249,6 +251,7 @@ def test_timestamps_in_a_kind_list_and_the_guards_still_hold() -> None:
         load_objects("at: 2026-01-01\nx: " + "[" * D + "]" * D + "\n")
 
 
+@pytest.mark.waits
 def test_cli_echoes_a_timestamp_annotation_as_written() -> None:
     text = yaml.safe_dump(json.loads(_jobset())).replace(
         "annotations: {}", "annotations:\n    built: 2026-01-01 10:00:00\n"
@@ -352,6 +355,7 @@ def test_output_that_was_right_is_byte_identical(data: dict[str, Any]) -> None:
                                                         default_flow_style=False)
 
 
+@pytest.mark.waits
 def test_cli_yaml_output_quotes_what_kubectl_would_misread() -> None:
     annotations = '{"a": "1e3", "b": "y", "c": "0o17", "d": "plain", "e": "2026-01-01"}'
     out = decider("validate", "-f", "-", "-o", "yaml",

@@ -90,6 +90,7 @@ def _decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
                           text=True, cwd=ROOT, timeout=120)
 
 
+@pytest.mark.waits
 def test_cat_of_two_jobsets_without_a_separator_is_refused() -> None:
     one = EXAMPLE.read_text()
     two = one.replace("name: trainer\n", "name: trainer-b\n", 1)

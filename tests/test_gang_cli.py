@@ -87,6 +87,7 @@ def test_golden_through_the_cli(case: str, stem: str, tmp_path: Path,
     assert json.loads(out) == json.loads((GOLDEN / case / f"{stem}.json").read_text())
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("stem", sorted(STEMS))
 @pytest.mark.parametrize("case", CASES)
 def test_golden_over_grpc_prints_the_same_bytes(case: str, stem: str, tmp_path: Path,
@@ -103,6 +104,7 @@ def test_golden_over_grpc_prints_the_same_bytes(case: str, stem: str, tmp_path: 
 
 # --- the examples, as a process ---------------------------------------------------------------
 
+@pytest.mark.waits
 def test_job_on_v1alpha2_gets_what_a_1_36_job_controller_creates() -> None:
     out = decider("gang", "-f", str(GANG_JOB), "--api-version", V1ALPHA2)
     assert out.returncode == 0, out.stderr
@@ -134,6 +136,7 @@ def test_job_on_v1alpha2_gets_what_a_1_36_job_controller_creates() -> None:
     assert plan["mode"] == "gang"
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("args", [
     ["gang", "-f", str(GANG_JOB)],
     ["gang", "-f", str(GANG_JOB), "--api-version", V1ALPHA1],
@@ -153,6 +156,7 @@ def test_server_prints_the_same_bytes_as_in_process(args: list[str],
     assert local.stdout  # and it printed something
 
 
+@pytest.mark.waits
 def test_jobset_example_one_gang_per_replicated_job() -> None:
     out = decider("gang", "-f", str(GANG_JOBSET))
     assert out.returncode == 0, out.stderr
@@ -166,6 +170,7 @@ def test_jobset_example_one_gang_per_replicated_job() -> None:
         == [1, 8]
 
 
+@pytest.mark.waits
 def test_stdin_and_yaml_output() -> None:
     out = decider("gang", "-f", "-", "-o", "yaml", stdin=GANG_JOB.read_text())
     assert out.returncode == 0, out.stderr
@@ -256,6 +261,7 @@ def test_min_count_update_is_rendered(tmp_path: Path,
 
 # --- bad input: exit 2 / INVALID_ARGUMENT naming the field ------------------------------------
 
+@pytest.mark.waits
 @pytest.mark.parametrize("extra,field", [
     (["--api-version", "scheduling.k8s.io/v2"], "options.gang_api_version"),
     (["--target", "yunikorn"], "options.gang_target"),
@@ -282,6 +288,7 @@ def test_bad_documents_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "found 0 JobSet(s) and 2 Job(s)" in err
 
 
+@pytest.mark.waits
 def test_invalid_jobset_scheduling_names_the_field(tmp_path: Path,
                                                    server: BackgroundServer) -> None:
     js = load(GANG_JOBSET)
@@ -297,6 +304,7 @@ def test_invalid_jobset_scheduling_names_the_field(tmp_path: Path,
             out.stderr
 
 
+@pytest.mark.waits
 def test_a_foreign_object_is_refused_naming_it(tmp_path: Path, server: BackgroundServer,
                                                stub: pb_grpc.DeciderStub) -> None:
     js = load(GANG_JOBSET)
@@ -317,6 +325,7 @@ def test_a_foreign_object_is_refused_naming_it(tmp_path: Path, server: Backgroun
     assert err.value.details().startswith("objects[1].object_json.metadata.ownerReferences")
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("request_,field", [
     (pb.PlanGangRequest(), "object_json: Required value"),
     (pb.PlanGangRequest(object_json="[1]"), "object_json: must be a JSON object"),
@@ -338,6 +347,7 @@ def test_grpc_invalid_argument_names_the_field(request_: Any, field: str,
 
 # --- gRPC and in-process responses are one and the same ------------------------------------
 
+@pytest.mark.waits
 @pytest.mark.parametrize("api_version", [V1ALPHA1, V1ALPHA2, V1BETA1])
 @pytest.mark.parametrize("target", ["kubernetes", "scheduler-plugins", "volcano"])
 def test_plan_gang_and_pod_sets_over_grpc_equal_in_process(api_version: str, target: str,
@@ -402,6 +412,7 @@ def _scaled(tmp_path: Path) -> tuple[str, str]:
     return write(tmp_path, new, name="new.yaml"), write(tmp_path, old, name="old.yaml")
 
 
+@pytest.mark.waits
 def test_validate_rejects_a_parallelism_change_of_a_1_36_gang_job(
         tmp_path: Path, server: BackgroundServer) -> None:
     new, old = _scaled(tmp_path)
@@ -416,6 +427,7 @@ def test_validate_rejects_a_parallelism_change_of_a_1_36_gang_job(
                        'gang-scheduled PodGroup "train-5569fd55d5-train-pgt-0-9c46fc9d5"'}]}
 
 
+@pytest.mark.waits
 def test_validate_reads_the_podgroups_that_exist(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     new_path, old_path = _scaled(tmp_path)
@@ -465,6 +477,7 @@ def test_validate_job_against_a_jobset_is_refused(tmp_path: Path,
 
 # --- Decide with gang options --------------------------------------------------------------------
 
+@pytest.mark.waits
 def test_decide_creates_gang_objects_before_jobs_with_the_chosen_generation(
         server: BackgroundServer) -> None:
     args = ["decide", "-f", str(GANG_JOBSET), "--now", NOW, "-o", "json",
@@ -483,6 +496,7 @@ def test_decide_creates_gang_objects_before_jobs_with_the_chosen_generation(
         assert a["object"]["spec"]["template"]["spec"]["schedulingGroup"]["podGroupName"] in pgs
 
 
+@pytest.mark.waits
 def test_decide_volcano_target_and_bad_target(server: BackgroundServer) -> None:
     out = decider("decide", "-f", str(GANG_JOBSET), "--now", NOW, "-o", "json", "--gang-target",
                   "volcano")
@@ -497,6 +511,7 @@ def test_decide_volcano_target_and_bad_target(server: BackgroundServer) -> None:
         assert bad.stderr.startswith("decider: --gang-target: options.gang_target: Unsupported")
 
 
+@pytest.mark.waits
 def test_decide_ownership_conflict_is_a_warning_event(tmp_path: Path) -> None:
     js = load(GANG_JOBSET)
     plan = json.loads(decider("gang", "-f", str(GANG_JOBSET)).stdout)
@@ -547,6 +562,7 @@ def _job_scenarios() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]], st
     }
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("scenario", sorted(_job_scenarios()))
 def test_job_scenarios_with_existing_objects_match_the_core(
         scenario: str, tmp_path: Path, server: BackgroundServer,

@@ -88,6 +88,7 @@ def flags(c: dict[str, Any]) -> dict[str, str]:
 
 # ---- rendering and the install files --------------------------------------------------------
 
+@pytest.mark.waits
 @needs_kubectl
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
 def test_every_kustomization_renders(name: str) -> None:
@@ -146,6 +147,7 @@ def _validate_builtin(docs: list[dict[str, Any]], version: str) -> list[str]:
     return problems
 
 
+@pytest.mark.waits
 @needs_kubectl
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("name", ["standalone", "beside-upstream", "shim-namespaced",
@@ -371,6 +373,7 @@ def test_self_signed_mode_has_a_token_and_rbac_for_exactly_its_three_objects() -
     assert alone["automountServiceAccountToken"] is False
 
 
+@pytest.mark.waits
 @needs_kubectl
 @pytest.mark.parametrize("overlay", ["standalone", "beside-upstream"])
 def test_the_cert_manager_objects_are_beside_the_decider(tmp_path: Path, overlay: str) -> None:
@@ -387,6 +390,7 @@ def test_the_cert_manager_objects_are_beside_the_decider(tmp_path: Path, overlay
     assert decider == NS and inject.startswith(f"{NS}/")
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("overlay", ["standalone", "beside-upstream"])
 def test_the_telemetry_component_turns_traces_and_metrics_on_to_the_collector(
         tmp_path: Path, overlay: str) -> None:
@@ -411,6 +415,7 @@ def test_the_telemetry_component_turns_traces_and_metrics_on_to_the_collector(
             on.shutdown(0.1)
 
 
+@pytest.mark.waits
 def test_the_cert_manager_component_replaces_the_self_signed_mode(tmp_path: Path) -> None:
     docs = with_cert_manager(tmp_path)
     pod = one(docs, "Deployment", "jobset-decider")["spec"]["template"]["spec"]

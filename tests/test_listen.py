@@ -47,6 +47,7 @@ def _get(url: str) -> int:
         return resp.status
 
 
+@pytest.mark.waits
 @needs_ipv6
 def test_shim_health_answers_on_both_families() -> None:
     health = SimpleNamespace(liveness=lambda: "", readiness=lambda: "")
@@ -58,6 +59,7 @@ def test_shim_health_answers_on_both_families() -> None:
         server.stop()
 
 
+@pytest.mark.waits
 @needs_ipv6
 def test_a_specific_host_is_kept() -> None:
     health = SimpleNamespace(liveness=lambda: "", readiness=lambda: "")
@@ -70,6 +72,7 @@ def test_a_specific_host_is_kept() -> None:
         server.stop()
 
 
+@pytest.mark.waits
 @needs_ipv6
 def test_metrics_port_answers_on_both_families() -> None:
     port = _free_port()
@@ -81,6 +84,7 @@ def test_metrics_port_answers_on_both_families() -> None:
         on.shutdown(0.1)
 
 
+@pytest.mark.waits
 @needs_ipv6
 def test_webhook_answers_on_both_families_on_one_port(tmp_path) -> None:
     pki = make_pki(tmp_path)

@@ -235,6 +235,7 @@ def test_too_large_names_the_object_sent_whole() -> None:
                                               "observed_json[0]: 9 bytes, over the limit")
 
 
+@pytest.mark.waits
 def test_grpc_names_the_field_sent() -> None:
     objs = owned()
     objs[2]["status"]["startTime"] = "bad"

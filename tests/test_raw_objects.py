@@ -137,6 +137,7 @@ def test_raw_objects_are_held_to_the_request_limits() -> None:
         convert.decide_response(req, lim)
 
 
+@pytest.mark.waits
 def test_grpc_answers_raw_requests_like_in_process() -> None:
     with BackgroundServer() as srv, grpc.insecure_channel(srv.target) as ch:
         stub = pb_grpc.DeciderStub(ch)
@@ -167,6 +168,7 @@ def test_kind_decides_the_typed_list() -> None:
     assert req.objects[-1].kind == "Job" and len(req.jobs) == 4
 
 
+@pytest.mark.waits
 def test_the_shared_summarizer_imports_only_the_contract() -> None:
     code = ("import sys, decider_api.summarize; "
             "bad=[m for m in sys.modules if m.startswith('decider') and "

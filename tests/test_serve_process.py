@@ -23,6 +23,8 @@ from decider_client import observe
 from support.builders import NOW
 from support.certs import Pki, make_pki
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
 GRPCURL = shutil.which("grpcurl", path=str(Path(sys.executable).parent)) or shutil.which("grpcurl")

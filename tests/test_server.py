@@ -18,6 +18,8 @@ from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe, render
 from support.builders import NOW
 
+pytestmark = pytest.mark.waits
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "leader-workers.yaml"
 
 

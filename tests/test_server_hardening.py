@@ -28,6 +28,8 @@ from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob
 
+pytestmark = pytest.mark.waits
+
 BIG = 256 * 1024 * 1024
 OPTIONS = [("grpc.max_receive_message_length", BIG), ("grpc.max_send_message_length", BIG)]
 

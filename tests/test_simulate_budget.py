@@ -160,6 +160,7 @@ def test_an_answer_that_just_fits_is_the_answer_of_an_unbounded_simulation(
 
 # ---- the configured limit --------------------------------------------------------------------
 
+@pytest.mark.waits
 @pytest.mark.parametrize("limit,code", [(20_000, RESOURCE_EXHAUSTED), (DEFAULT.max_message_bytes,
                                                                         OK)],
                          ids=["20kB-refused", "default-answered"])

@@ -20,6 +20,8 @@ from decider_client import DeciderClient, observe, render
 from decider_client.documents import load_objects, split_jobset
 from support.builders import NOW
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "trainer-restarted.yaml"
 START = "2026-01-01T01:00:00Z"

@@ -68,6 +68,7 @@ def test_without_the_gate_the_deadline_is_not_enforced(capsys: pytest.CaptureFix
     assert outcome["endTime"] == "2026-01-01T00:05:00Z"
 
 
+@pytest.mark.waits
 def test_over_the_server_the_answer_is_the_same(capsys: pytest.CaptureFixture[str],
                                                 server: BackgroundServer) -> None:
     args = [*GATE, "--at", "300", "--fail", "trainer-workers-1"]

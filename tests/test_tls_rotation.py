@@ -26,6 +26,8 @@ from support.cert_rotation import (
     wait_for,
 )
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVING = health_pb2.HealthCheckResponse.SERVING
 

@@ -14,6 +14,8 @@ from decider.service.server import BackgroundServer
 from decider_api.v1 import decider_pb2 as pb
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
 

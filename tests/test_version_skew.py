@@ -30,6 +30,8 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, skew
 from support.cli_run import run_cli
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 # The last commit whose contract had neither PodSet.min_count nor the slice layers.
 BEFORE_MIN_COUNT = "19a4247"

@@ -27,6 +27,8 @@ from decider_client import DeciderClient
 from fakekube.patch import json_patch
 from support.certs import make_pki
 
+pytestmark = pytest.mark.waits
+
 MUTATE = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
 VALIDATE = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
 

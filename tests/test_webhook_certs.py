@@ -24,6 +24,8 @@ from decider.webhook import certs as webhook_certs
 from fakekube import FakeKube
 from fakekube.resources import DEFAULT_RESOURCES, ResourceType
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 NS = "jobset-decider"
 CFG = webhook_certs.SelfSigned(namespace=NS)

@@ -82,6 +82,7 @@ def test_the_alias_budget_is_go_yamls(decoded: int, ratio: float) -> None:
     assert yaml_guard.allowed_alias_ratio(decoded) == pytest.approx(ratio)
 
 
+@pytest.mark.waits
 def test_the_cli_says_it_in_one_line(tmp_path: Path) -> None:
     # The billion laughs (9**9 strings) in a subprocess: unguarded, it would take gigabytes.
     bomb = tmp_path / "bomb.yaml"

@@ -262,6 +262,7 @@ def _validate(tmp_path: Path, label: str = "ml", replicas: str = "1", parallelis
     return out
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("replicas,parallelism,completions,want", [
     ("1e0", "2", "2", (1, 2, 2)),
     ("1e2", "0x2", "1_000", (100, 2, 1000)),
@@ -278,6 +279,7 @@ def test_cli_reads_numbers_as_kubectl_does(tmp_path: Path, replicas: str, parall
     assert (rj["replicas"], spec["parallelism"], spec["completions"]) == want
 
 
+@pytest.mark.waits
 def test_cli_refuses_a_base_60_replicas_kubectl_reads_as_text(tmp_path: Path) -> None:
     out = _validate(tmp_path, replicas="1:30")  # 90 to PyYAML, the text "1:30" to kubectl
     assert out.returncode == 2
@@ -286,6 +288,7 @@ def test_cli_refuses_a_base_60_replicas_kubectl_reads_as_text(tmp_path: Path) ->
     assert 'in body must be of type integer: "string"' in errors[0]["message"]
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("label", ["y", "N", "on", "Off", "yes"])
 def test_cli_refuses_a_label_kubectl_reads_as_a_bool(tmp_path: Path, label: str) -> None:
     # kubectl sends `team: true`; the API server refuses a bool where a label's string goes.
@@ -295,6 +298,7 @@ def test_cli_refuses_a_label_kubectl_reads_as_a_bool(tmp_path: Path, label: str)
         {"field": "metadata.labels[team]", "message": "must be a string"}]
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("label", ["'y'", '"on"', "yep", "'1e3'"])
 def test_cli_accepts_the_label_quoted_or_not_a_bool(tmp_path: Path, label: str) -> None:
     out = _validate(tmp_path, label=label)

@@ -213,6 +213,7 @@ REPORTED_ERRORS = [
 ]
 
 
+@pytest.mark.waits
 def test_reported_jobset_is_refused_once_per_list_by_decider_validate() -> None:
     out = subprocess.run([sys.executable, "-m", "decider.cli", "validate", "-f", "-"],
                          input=json.dumps(_reported_jobset()), capture_output=True, text=True,

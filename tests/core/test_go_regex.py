@@ -277,6 +277,7 @@ def test_validate_accepts_what_go_accepts_and_refuses_the_rest() -> None:
     assert refused == {FIELD.format(len(GO_ACCEPTS) + k) for k in range(len(GO_REFUSES))}, errors
 
 
+@pytest.mark.waits
 def test_validate_cli() -> None:
     def validate(js: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "decider.cli", "validate", "-f", "-"],

@@ -138,6 +138,7 @@ def test_row12_a_restart_recreates_jobs_with_the_templates_suspend() -> None:
     assert created["metadata"]["labels"][c.RESTART_ATTEMPT] == "1"
 
 
+@pytest.mark.waits
 def test_row2_through_the_cli() -> None:
     js = independent(rjob("w", 1))
     job_obj = {"apiVersion": "batch/v1", "kind": "Job",

@@ -232,6 +232,7 @@ def test_decide_treats_patterns_past_the_budget_as_never_matching() -> None:
     assert failed is not None and failed["reason"] == c.REASON_FAIL_JOBSET_ACTION
 
 
+@pytest.mark.waits
 def test_validate_cli_refuses_the_issue_pattern(tmp_path: Path) -> None:
     js = jobset(rjob("w"), failurePolicy=_rules(["oom", r"\pL{999}"]))
     path = tmp_path / "js.json"

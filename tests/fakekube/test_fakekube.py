@@ -11,6 +11,8 @@ from kubernetes.client.exceptions import ApiException
 
 from fakekube import FakeKube, JobSimulator
 
+pytestmark = pytest.mark.waits
+
 NS = "default"
 
 

@@ -19,6 +19,8 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from properties.strategies import examples, observeds, paths, to_request
 
+pytestmark = pytest.mark.waits
+
 # Far above what any of these inputs needs, far below "unbounded": a pathological pattern under
 # a backtracking engine, or a loop over 2^31 replicas, runs past it.
 TIME_BOUND = 5.0

@@ -13,6 +13,8 @@ from shim.apply import Applier, StaleObservation
 from shim.kube import Kube, ResourceNotServed
 from tests.shim.helpers import jobset, rjob
 
+pytestmark = pytest.mark.waits
+
 WIDGET = ResourceType("example.com", "v1", "Widget", "widgets", builtin=False)
 
 

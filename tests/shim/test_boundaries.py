@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("decider.core", "decider.service", "decider.cli", "decider.contract")
 
 
+@pytest.mark.waits
 def test_importing_the_shim_loads_no_decider_internals():
     code = (
         "import sys, shim, shim.main, shim.controller, shim.apply, shim.informer, shim.leader\n"

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 
 def test_a_transient_error_on_discovery_at_start_is_waited_out_not_an_exit(cluster, shims):

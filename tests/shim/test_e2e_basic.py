@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 
 def test_create_makes_jobs_and_service(cluster, shims):

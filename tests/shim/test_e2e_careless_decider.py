@@ -11,9 +11,13 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from decider_api.v1 import decider_pb2 as pb
 from shim.event_correlator import SPAM_BURST
 from tests.shim.helpers import NS, ScriptedDecider, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 N_EVENTS = 20_000
 

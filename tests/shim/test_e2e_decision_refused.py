@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 
 def _refused(cluster, name):

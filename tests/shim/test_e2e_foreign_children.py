@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shim.controller import Shim
 from shim.expectations import Expectations
 from shim.owned import BY_NAME_KINDS, named_children
 from tests.shim.helpers import NS, Cluster, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 PVCS = "/persistentvolumeclaims$"
 SERVICES = "/services$"

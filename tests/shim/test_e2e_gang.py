@@ -16,6 +16,8 @@ from decider.core.gang import names
 from shim.apply import StaleObservation
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 GANG_POLICY = "jobset-decider.io/gang-policy"
 SCHED = "scheduling.k8s.io"
 

@@ -16,6 +16,8 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from tests.shim.helpers import NS, ScriptedDecider, jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 JOB_GV = "batch/v1"
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 ATTEMPT = "jobset.sigs.k8s.io/execution-attempt"
 

@@ -6,7 +6,11 @@ import collections
 import time
 from datetime import datetime
 
+import pytest
+
 from tests.shim.helpers import NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 

@@ -10,8 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from decider.service.server import BackgroundServer
 from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, wait_for
+
+pytestmark = pytest.mark.waits
 
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 ROOT = Path(__file__).resolve().parents[2]

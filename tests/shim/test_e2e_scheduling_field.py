@@ -24,6 +24,8 @@ WAS = {"JobSetWorkloadAwareSchedulingAPI": True}
 TREE = {**WAS, "JobSetGangOfGangs": True}
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
+pytestmark = pytest.mark.waits
+
 
 def scheduled(name: str, scheduling: dict[str, Any] | None = None) -> dict[str, Any]:
     body = jobset(name, rjob("leader", 1), rjob("workers", 2, parallelism=2))

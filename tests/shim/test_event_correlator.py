@@ -101,6 +101,7 @@ def _events(fake: FakeKube) -> list[dict[str, Any]]:
     return items
 
 
+@pytest.mark.waits
 def test_a_flood_is_25_event_objects_and_a_repeat_is_counted(fake):
     cfg = client.Configuration()
     cfg.host = fake.url
@@ -115,6 +116,7 @@ def test_a_flood_is_25_event_objects_and_a_repeat_is_counted(fake):
     assert len(fake.writes("/events/", "PATCH")) == SPAM_BURST - 10
 
 
+@pytest.mark.waits
 def test_a_count_on_an_expired_event_creates_it_again(fake):
     cfg = client.Configuration()
     cfg.host = fake.url

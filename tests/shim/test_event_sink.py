@@ -15,6 +15,8 @@ from shim.events import EventRecorder
 from shim.kube import Kube
 from shim.ratelimit import TokenBucket
 
+pytestmark = pytest.mark.waits
+
 JS = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",
     "kind": "JobSet",

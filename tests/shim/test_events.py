@@ -9,6 +9,8 @@ from fakekube import FakeKube
 from shim.events import MAX_MESSAGE, EventRecorder
 from shim.kube import Kube
 
+pytestmark = pytest.mark.waits
+
 JS = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",
     "kind": "JobSet",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shim.expectations import Expectations
 from tests.shim.helpers import NS, jobset, rjob
 
@@ -99,6 +101,7 @@ def test_an_expectation_never_met_is_dropped_after_the_timeout_and_the_jobset_go
     assert len(exp) == 0
 
 
+@pytest.mark.waits
 def test_a_pass_on_caches_behind_its_own_writes_is_put_off_and_sends_nothing(cluster, shims):
     """Deterministic: the caches are filled by lists (a reflector's first step) the test makes,
     so they stay behind the writes until it lists again."""

@@ -93,6 +93,7 @@ def _events(fake: FakeKube) -> list[dict[str, Any]]:
 # ---- apply ---------------------------------------------------------------------------------
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("holder", ["another-jobset", "nobody"])
 def test_create_meeting_a_foreign_object_is_a_conflict_not_success(kube, holder):
     fake, k = kube
@@ -131,6 +132,7 @@ def test_create_meeting_a_foreign_object_is_a_conflict_not_success(kube, holder)
     applier.close()
 
 
+@pytest.mark.waits
 def test_create_meeting_its_own_object_is_done(kube):
     fake, k = kube
     js = _jobset(fake)
@@ -146,6 +148,7 @@ def test_create_meeting_its_own_object_is_done(kube):
     applier.close()
 
 
+@pytest.mark.waits
 def test_a_foreign_job_is_an_object_conflict_too(kube):
     fake, k = kube
     js = _jobset(fake)
@@ -164,6 +167,7 @@ def test_a_foreign_job_is_an_object_conflict_too(kube):
     applier.close()
 
 
+@pytest.mark.waits
 def test_a_job_create_that_fails_is_recorded_as_upstream_does(kube):
     """Upstream records every failed Job create at once; the shim recorded none but a conflict."""
     fake, k = kube
@@ -179,6 +183,7 @@ def test_a_job_create_that_fails_is_recorded_as_upstream_does(kube):
     applier.close()
 
 
+@pytest.mark.waits
 def test_patch_pod_group_and_workload_are_uid_preconditioned_merge_patches(kube):
     fake, k = kube
     js = _jobset(fake)
@@ -340,6 +345,7 @@ def test_build_decide_request_carries_the_gang_options():
     assert (plain.options.gang_api_version, plain.options.gang_target) == ("", "")
 
 
+@pytest.mark.waits
 def test_the_shim_passes_its_gang_flags_to_decide(kube):
     """The request a pass sends carries --scheduling-api-version and --gang-target."""
     from shim.config import Config

@@ -18,8 +18,12 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from shim.health import CHECK_THREADS, HealthServer
 from tests.shim.helpers import wait_for
+
+pytestmark = pytest.mark.waits
 
 ROOT = Path(__file__).resolve().parents[2]
 IDLE = 1000

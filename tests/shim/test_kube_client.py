@@ -17,6 +17,8 @@ from shim.main import build_kube
 from shim.ratelimit import TokenBucket, retry_after
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 
 @pytest.fixture
 def fake():

@@ -128,6 +128,7 @@ def read_by_one_pass(kube: FakeKube, unrelated: int) -> tuple[Names, int]:
         shim.shutdown()
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("unrelated", [10, 1000])
 def test_a_pass_reads_no_object_of_another_jobset_however_many_there_are(
         kube: FakeKube, unrelated: int) -> None:
@@ -144,6 +145,7 @@ def test_a_pass_reads_no_object_of_another_jobset_however_many_there_are(
 LONG = "l" * 40 + "-long-jobset-name-past-52"
 
 
+@pytest.mark.waits
 def test_the_observation_is_what_a_scan_finds_and_nothing_else_is_read(
         kube: FakeKube) -> None:
     fill = Filler(kube.store)
@@ -198,6 +200,7 @@ def test_the_observation_is_what_a_scan_finds_and_nothing_else_is_read(
         shim.shutdown()
 
 
+@pytest.mark.waits
 def test_past_52_characters_gang_objects_are_matched_on_the_prefix_as_a_scan_does(
         kube: FakeKube) -> None:
     fill = Filler(kube.store)
@@ -218,6 +221,7 @@ def test_past_52_characters_gang_objects_are_matched_on_the_prefix_as_a_scan_doe
         shim.shutdown()
 
 
+@pytest.mark.waits
 def test_a_foreign_gang_object_wakes_the_jobsets_it_may_name_reading_no_other(
         kube: FakeKube) -> None:
     fill = Filler(kube.store)

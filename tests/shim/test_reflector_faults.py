@@ -19,6 +19,8 @@ from shim.informer import Informer
 from shim.kube import Kube
 from tests.shim.helpers import NS, wait_for
 
+pytestmark = pytest.mark.waits
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeKube]:

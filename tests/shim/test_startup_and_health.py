@@ -20,6 +20,8 @@ from shim.config import Config
 from shim.health import Health, HealthServer
 from tests.shim.helpers import jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from shim.workqueue import WorkQueue
+
+pytestmark = pytest.mark.waits
 
 
 def test_events_for_a_waiting_key_coalesce():

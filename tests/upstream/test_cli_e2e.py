@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.waits
+
 NS = "e2e"
 UID = "0b7c1f6e-5c2a-4c1e-9a51-7f0f6d1c0001"
 NOW = "2026-03-01T12:00:00Z"
