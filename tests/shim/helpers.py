@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from fakekube import FakeKube, JobSimulator
 from shim.config import Config
 from shim.controller import Shim
 from shim.main import build_kube, connection_settings
+from support.waiting import HANG_GUARD, wait_for
 
 CONTROLLER = "jobset-decider.io/shim"
 NS = "default"
@@ -27,15 +27,13 @@ JOBSET_GV = "jobset.x-k8s.io/v1alpha2"
 logging.getLogger("shim").setLevel(logging.DEBUG)
 
 
-def wait_for(pred: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+def settle(shim: Shim) -> None:
+    """Every pass queued so far has run and every event it recorded is written: a test that
+    asserts something did not happen asserts it after this, not after a sleep (which, on a busy
+    machine, may end before the pass that would have done it has even started). Delayed keys
+    (a requeue, a backoff) are not waited for."""
+    wait_for(shim.queue.idle, what="the shim's queue idle")
+    assert shim.applier.sink.flush(HANG_GUARD), "events still unwritten"
 
 
 def rjob(

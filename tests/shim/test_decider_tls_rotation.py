@@ -113,8 +113,7 @@ def test_a_running_shim_keeps_deciding_across_a_renewal(pair: Pair, cluster, shi
     pair.new_client_ca()
     time.sleep(CONNECTION_AGE * 3)
     cluster.create_jobset(jobset("after", rjob("w", 1)))
-    wait_for(lambda: cluster.job_names("after-") == ["after-w-0"], timeout=15,
-             what="jobs after the renewal")
+    wait_for(lambda: cluster.job_names("after-") == ["after-w-0"], what="jobs after the renewal")
 
 
 def test_a_half_renewed_client_pair_keeps_the_old_one_until_the_key_arrives(

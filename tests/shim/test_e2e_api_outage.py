@@ -46,11 +46,11 @@ def test_an_api_server_away_for_seconds_is_waited_out_and_what_changed_is_reconc
     assert len(warnings) < 8 * len(shim.informers) + 40
     cluster.kube.clear_faults()
 
-    wait_for(lambda: len(cluster.live_jobs("new-")) == 1, timeout=15, what="the new JobSet's job")
+    wait_for(lambda: len(cluster.live_jobs("new-")) == 1, what="the new JobSet's job")
     new_uid = cluster.jobset("again")["metadata"]["uid"]
     assert new_uid != old_uid
     wait_for(lambda: [_owner_uid(j) for j in cluster.live_jobs("again-")] == [new_uid],
-             timeout=10, what="the recreated JobSet's job, owned by the new UID")
+             what="the recreated JobSet's job, owned by the new UID")
     assert len(cluster.live_jobs("kept-")) == 2
 
 
@@ -65,7 +65,9 @@ def _elector(fake: FakeKube, identity: str, **kw: Any) -> LeaderElector:
 def test_a_lease_seen_held_by_another_stops_the_leader_at_once(holder):
     with FakeKube() as fake:
         lost: list[bool] = []
-        a = _elector(fake, "a", lease_duration=15.0, renew_deadline=10.0, retry_period=0.1,
+        # Its renew deadline is far past the wait below: stopping within that wait is the
+        # Lease seen held by another, not the deadline running out.
+        a = _elector(fake, "a", lease_duration=60.0, renew_deadline=45.0, retry_period=0.1,
                      on_stopped_leading=lambda: lost.append(True))
         a.start()
         try:
@@ -80,13 +82,13 @@ def test_a_lease_seen_held_by_another_stops_the_leader_at_once(holder):
             fake.store.mutate(rt, NS, "shim", hand_over, False)
             if holder:
                 # Another holder may write now: this replica must not, long before its own
-                # renew deadline (10 s) runs out.
-                wait_for(lambda: not a.is_leader(), timeout=1.0, what="a stops leading")
+                # renew deadline (45 s) runs out.
+                wait_for(lambda: not a.is_leader(), timeout=30.0, what="a stops leading")
                 assert not lost
             else:
                 # A Lease released to no one is free: the leader takes it back, never two.
-                time.sleep(0.5)
-                wait_for(a.is_leader, timeout=1.0, what="a leads again")
+                wait_for(lambda: fake.store.get(rt, NS, "shim")["spec"]["holderIdentity"] == "a"
+                         and a.is_leader(), what="a holds the Lease again")
         finally:
             a.stop(release=False)
 
@@ -111,10 +113,11 @@ def test_a_jobset_met_while_not_leading_is_reconciled_once_leading_again(cluster
     leadership = _Leadership()
     shim.elector = leadership  # type: ignore[assignment]
     cluster.create_jobset(jobset("waits", rjob("workers", 2)))
-    # The JobSet's one event is met while not leading, by the worker and by the applier alike.
-    time.sleep(1.0)
+    # The JobSet's one event is met while not leading: its key is put off for a retry period
+    # rather than decided.
+    wait_for(lambda: shim.queue.due_in((NS, "waits")) is not None,
+             what="the key put off while not leading")
     assert cluster.live_jobs("waits-") == []
     leadership.leading = True
     # No new event comes: the key was kept, not dropped.
-    wait_for(lambda: len(cluster.live_jobs("waits-")) == 2, timeout=10,
-             what="the jobs, once leading again")
+    wait_for(lambda: len(cluster.live_jobs("waits-")) == 2, what="the jobs, once leading again")

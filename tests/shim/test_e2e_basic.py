@@ -53,7 +53,7 @@ def test_restart_recreates_jobs_with_next_attempt(cluster, shims):
             j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1" for j in jobs
         )
 
-    wait_for(recreated, timeout=15, what="jobs recreated with attempt 1")
+    wait_for(recreated, what="jobs recreated with attempt 1")
     print(cluster.events("rs"))
 
 

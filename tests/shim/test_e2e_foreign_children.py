@@ -125,7 +125,7 @@ def test_a_retained_pvc_of_a_previous_jobset_of_that_name_is_reused(cluster, shi
     assert first.stats.refused_plans == 0
     cluster.store.delete(cluster.jobsets_rt, NS, "r", None)
     wait_for(lambda: cluster.jobset("r") is None and not cluster.jobs(prefix="r-"),
-             timeout=15, what="jobset and its jobs gone")
+             what="jobset and its jobs gone")
     # Retain: the claim stays.
     assert cluster.store.try_get(_pvcs_rt(cluster), NS, "ckpt-r") is not None
 

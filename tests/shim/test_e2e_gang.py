@@ -8,11 +8,13 @@ of the version/target the shim was started with and watches.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from decider.core.gang import names
+from decider.core.gang_lifecycle import CONFLICT_REQUEUE_SECONDS
 from shim.apply import StaleObservation
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
@@ -150,6 +152,7 @@ def test_foreign_podgroup_with_the_same_name_is_never_adopted(cluster, shims):
             "spec": {"schedulingPolicy": {"gang": {"minCount": 7}}},
         },
     )
+    started = time.monotonic()
     shim = shims.start()
     cluster.create_jobset(gang_jobset("fx"))
     wait_for(
@@ -174,7 +177,11 @@ def test_foreign_podgroup_with_the_same_name_is_never_adopted(cluster, shims):
     # Once the name is free, the JobSet goes ahead without waiting for the decider's requeue:
     # the shim watches every PodGroup and wakes the JobSet that wanted the name.
     cluster.store.delete(pg_rt, NS, foreign_name, None)
-    wait_for(lambda: len(cluster.live_jobs("fx-")) == 3, timeout=10, what="jobs after removal")
+    # Before the conflict's requeue could have come (it was asked after `started`): however
+    # long this machine takes, the pass that creates the Jobs is the one the delete woke.
+    wait_for(lambda: len(cluster.live_jobs("fx-")) == 3,
+             timeout=started + CONFLICT_REQUEUE_SECONDS - 1 - time.monotonic(),
+             what="jobs after removal, before the decider's requeue")
     owned = objects(cluster, SCHED, "v1alpha2", "podgroups", "fx")
     assert {o["metadata"]["ownerReferences"][0]["kind"] for o in owned} == {"JobSet"}
 

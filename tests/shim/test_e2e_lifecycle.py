@@ -39,8 +39,7 @@ def test_the_active_deadline_fails_the_jobset_and_deletes_its_jobs(cluster, shim
     # No wait for the Jobs to run: on a busy machine the deadline may pass first.
     wait_for(lambda: _status(cluster, "dl").get("startTime"), what="status.startTime")
     # Nothing changes after the Jobs run: only the requeue at the deadline wakes the shim.
-    cond = wait_for(lambda: cluster.condition("dl", "Failed"), timeout=20,
-                    what="Failed/DeadlineExceeded")
+    cond = wait_for(lambda: cluster.condition("dl", "Failed"), what="Failed/DeadlineExceeded")
     assert cond["reason"] == "DeadlineExceeded"
     assert cond["message"] == \
         "JobSet was active for longer than the specified deadline of 2 seconds"
@@ -138,7 +137,7 @@ def test_refused_resources_are_a_failed_resource_propagation_event(cluster, shim
     _resize_and_resume(cluster, "rf")
     event = wait_for(lambda: next((e for e in cluster.event_objects("rf")
                                    if e["reason"] == "FailedResourcePropagation"), None),
-                     timeout=15, what="FailedResourcePropagation event")
+                     what="FailedResourcePropagation event")
     assert event["type"] == "Warning"
     message = event["message"]
     assert message.startswith("Failed to propagate mutated resources to child Job rf-workers-")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from decider.service.server import BackgroundServer
-from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, wait_for
+from tests.shim.helpers import CONTROLLER, NS, jobset, rjob, settle, wait_for
 
 pytestmark = pytest.mark.waits
 
@@ -49,9 +49,9 @@ def test_shim_killed_mid_restart_restarts_exactly_once(cluster, shims):
     cluster.kube.clear_faults()
     assert len(cluster.live_jobs("kr-")) == 3  # nothing was deleted yet
 
-    shims.start()
-    wait_for(lambda: _running(cluster, "kr-", 3, attempt="1"), timeout=15, what="recreated")
-    time.sleep(0.3)
+    second = shims.start()
+    wait_for(lambda: _running(cluster, "kr-", 3, attempt="1"), what="recreated")
+    settle(second)
     assert _restarts(cluster, "kr") == 1
     status = cluster.jobset("kr")["status"]
     assert status["restartsCountTowardsMax"] == 1
@@ -70,7 +70,7 @@ def test_shim_killed_between_deletes_and_creates(cluster, shims):
     wait_for(lambda: _running(cluster, "kc-", 2), what="running jobs")
     fault = cluster.kube.add_fault("POST", r"/namespaces/default/jobs$")
     cluster.sim.fail(NS, "kc-workers-1")
-    wait_for(lambda: fault.hits >= 1, timeout=10, what="a recreate attempted")
+    wait_for(lambda: fault.hits >= 1, what="a recreate attempted")
     assert cluster.live_jobs("kc-") == [] or all(
         j["metadata"]["labels"][ATTEMPT] == "0" for j in cluster.live_jobs("kc-")
     )
@@ -78,7 +78,7 @@ def test_shim_killed_between_deletes_and_creates(cluster, shims):
     shims.running.remove(first)
     cluster.kube.clear_faults()
     shims.start()
-    wait_for(lambda: _running(cluster, "kc-", 2, attempt="1"), timeout=15, what="recreated")
+    wait_for(lambda: _running(cluster, "kc-", 2, attempt="1"), what="recreated")
     assert _restarts(cluster, "kc") == 1
     created = collections.Counter(r.body["metadata"]["name"] for r in cluster.creates())
     assert created == {"kc-workers-0": 2, "kc-workers-1": 2}
@@ -94,22 +94,27 @@ def test_decider_unavailable_retries_and_changes_nothing(cluster, shims):
     port = _free_port()
     shim = shims.start(decider_target=f"127.0.0.1:{port}", decider_timeout=0.3)
     cluster.create_jobset(jobset("du", rjob("workers", 2)))
-    wait_for(lambda: shim.stats.errors >= 3, timeout=10, what="retried decide calls")
+    wait_for(lambda: shim.stats.errors >= 3, what="retried decide calls")
     assert cluster.kube.writes("/namespaces/default/") == []
     assert "status" not in cluster.jobset("du")
     # Retries back off exponentially instead of spinning.
     assert shim.queue.failures(("default", "du")) >= 3
     with BackgroundServer(f"127.0.0.1:{port}"):
-        wait_for(lambda: len(cluster.live_jobs("du-")) == 2, timeout=10, what="jobs once back")
+        wait_for(lambda: len(cluster.live_jobs("du-")) == 2, what="jobs once back")
+
+
+# Long enough that a leader on a busy machine renews in time (2 s, renewed within 1.5 s, lost
+# it under load), short enough that the test waits out an expiry.
+LEASE = {"lease_duration": 6.0, "renew_deadline": 4.5}
 
 
 def test_two_replicas_only_the_leader_acts(cluster, shims):
-    a = shims.start(leader_elect=True, identity="shim-a")
+    a = shims.start(leader_elect=True, identity="shim-a", **LEASE)
     wait_for(lambda: a.is_leader(), what="a leads")
-    b = shims.start(leader_elect=True, identity="shim-b")
+    b = shims.start(leader_elect=True, identity="shim-b", **LEASE)
     cluster.create_jobset(jobset("le", rjob("workers", 2), failure_policy={"maxRestarts": 3}))
     wait_for(lambda: _running(cluster, "le-", 2), what="jobs")
-    time.sleep(0.5)
+    settle(a)
     assert a.is_leader() and not b.is_leader()
     writers = {r.user_agent for r in cluster.kube.writes("/namespaces/default/(?!leases)")}
     assert writers == {"decider-shim/shim-a"}
@@ -120,9 +125,10 @@ def test_two_replicas_only_the_leader_acts(cluster, shims):
     shims.running.remove(a)
     killed_at = time.monotonic()
     cluster.sim.fail(NS, "le-workers-0")
-    wait_for(lambda: b.is_leader(), timeout=10, what="b leads")
-    assert time.monotonic() - killed_at >= 1.0  # not before the lease could have expired
-    wait_for(lambda: _running(cluster, "le-", 2, attempt="1"), timeout=15, what="b restarted")
+    wait_for(lambda: b.is_leader(), what="b leads")
+    # Not before the lease could have expired: a renewed it at most a retry period before.
+    assert time.monotonic() - killed_at >= LEASE["lease_duration"] - 1.0
+    wait_for(lambda: _running(cluster, "le-", 2, attempt="1"), what="b restarted")
     lease = cluster.store.get(
         cluster.store.resource_for("coordination.k8s.io", "v1", "leases"),
         "default",
@@ -139,7 +145,7 @@ def test_graceful_shutdown_releases_the_lease(cluster, shims):
     a.shutdown()
     shims.running.remove(a)
     # Released on the way out: b does not wait out the 30s lease.
-    wait_for(lambda: b.is_leader(), timeout=5, what="b leads after a released")
+    wait_for(lambda: b.is_leader(), timeout=20, what="b leads after a released")
 
 
 def test_expired_watch_relists(cluster, shims):

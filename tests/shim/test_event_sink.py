@@ -14,6 +14,7 @@ from shim.event_sink import EventSink
 from shim.events import EventRecorder
 from shim.kube import Kube
 from shim.ratelimit import TokenBucket
+from support.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.waits
 
@@ -51,7 +52,7 @@ class Gate:
 
     def __call__(self) -> None:
         self.entered.set()
-        self.open.wait(10)
+        self.open.wait(HANG_GUARD)
         if self.refuse:
             raise RuntimeError("not the leader")
 
@@ -65,7 +66,7 @@ def test_a_pass_hands_events_over_without_waiting_and_they_are_written_in_order(
     assert _reasons(fake) == []
     assert not sink.flush(0.1)
     gate.open.set()
-    assert sink.flush(5)
+    assert sink.flush(HANG_GUARD)
     assert _reasons(fake) == ["First", "Second", "Third"]
     sink.close()
 
@@ -79,7 +80,7 @@ def test_events_take_tokens_of_their_own_bucket(fake):
     for reason in ("A", "B"):
         sink.send("default", Write(EventRecorder(kube, "c", "me").body(JS, "Normal", reason,
                                                                    "m")))
-    assert sink.flush(5)
+    assert sink.flush(HANG_GUARD)
     # The pass's own bucket is untouched: its next two requests go at once.
     assert kube.limiter.reserve() == 0.0 and kube.limiter.reserve() == 0.0
     sink.close()
@@ -90,7 +91,7 @@ def test_a_full_queue_drops_events_and_a_refused_write_is_logged_not_raised(fake
     sink = EventSink(_kube(fake), gate, max_queued=2)
     body = EventRecorder(_kube(fake), "c", "me").body
     assert sink.send("default", Write(body(JS, "Normal", "A", "m")))
-    assert gate.entered.wait(5)
+    assert gate.entered.wait(HANG_GUARD)
     # The writer holds A; B and C wait; D finds the queue full.
     assert sink.send("default", Write(body(JS, "Normal", "B", "m")))
     assert sink.send("default", Write(body(JS, "Normal", "C", "m")))
@@ -98,7 +99,7 @@ def test_a_full_queue_drops_events_and_a_refused_write_is_logged_not_raised(fake
     assert sink.dropped == 1
     gate.refuse = True
     gate.open.set()
-    assert sink.flush(5)
+    assert sink.flush(HANG_GUARD)
     assert _reasons(fake) == []
     assert "not recorded: not the leader" in caplog.text
     gate.refuse = False

@@ -17,6 +17,7 @@ from kubernetes import client
 from fakekube import FakeKube
 from shim.informer import Informer
 from shim.kube import Kube
+from support.waiting import HANG_GUARD
 from tests.shim.helpers import NS, wait_for
 
 pytestmark = pytest.mark.waits
@@ -54,7 +55,7 @@ def _informer(fake: FakeKube, seen: _Seen, **kw: Any) -> Informer:
     kw.setdefault("watch_timeout", (20, 30))
     inf = Informer(kube, kube.resource("v1", "ConfigMap"), [NS], seen, **kw)
     inf.start()
-    assert inf.wait_synced(10)
+    assert inf.wait_synced(HANG_GUARD)
     return inf
 
 
@@ -87,7 +88,7 @@ def test_a_watch_that_breaks_every_time_is_retried_with_backoff(fake, mode, code
         fake.store.create(cms, NS, _cm("during"))
         fake.clear_faults()
         # Nothing lost once the API server serves watches again (the next wait is 1.6 s).
-        wait_for(lambda: "during" in seen.names(), timeout=6, what="the object made meanwhile")
+        wait_for(lambda: "during" in seen.names(), what="the object made meanwhile")
     finally:
         inf.stop()
 
@@ -101,7 +102,7 @@ def test_an_event_cut_in_half_is_delivered_by_the_next_watch(fake):
         fake.store.drop_watches()
         wait_for(lambda: fault.hits == 1, what="the cut watch")
         fake.store.create(cms, NS, _cm("cut"))
-        wait_for(lambda: "cut" in seen.names(), timeout=5, what="the event sent again")
+        wait_for(lambda: "cut" in seen.names(), what="the event sent again")
         assert seen.events.count(("ADDED", "cut")) == 1
     finally:
         inf.stop()
@@ -155,15 +156,16 @@ def test_an_expired_continue_token_falls_back_to_one_whole_list(fake):
 def test_a_watch_silent_past_its_end_is_taken_for_a_dead_connection_and_replaced(fake):
     seen = _Seen()
     cms = fake.store.resource_for("", "v1", "configmaps")
-    # The server ends each watch after 1 s; one still open (and silent) 1 s after that has a
-    # dead connection under it. In production: 5-10 min and 30 s.
-    inf = _informer(fake, seen, watch_timeout=(1, 1), read_margin=1.0)
+    # The server ends each watch after 1 s; one still open (and silent) 3 s after that has a
+    # dead connection under it. In production: 5-10 min and 30 s. (A healthy watch sends a
+    # bookmark every 0.3 s: only a server starved 3 s would pass for a dead one.)
+    inf = _informer(fake, seen, watch_timeout=(1, 1), read_margin=3.0)
     try:
         fault = fake.add_watch_fault("/configmaps$", "silent", count=1)
         fake.store.drop_watches()
         wait_for(lambda: fault.hits == 1, what="the silent watch")
         fake.store.create(cms, NS, _cm("meanwhile"))
-        wait_for(lambda: "meanwhile" in seen.names(), timeout=10, what="the event, on a new watch")
+        wait_for(lambda: "meanwhile" in seen.names(), what="the event, on a new watch")
         assert inf.dead_watches == 1
     finally:
         inf.stop()
@@ -173,16 +175,17 @@ def test_an_idle_kind_without_bookmarks_keeps_its_watch_until_the_server_ends_it
     # An API server on etcd 3.4 sends no bookmarks, and nobody changes this kind: its watch
     # is silent from start to end. Taking silence for a dead connection (150 s against
     # watches of 5-10 min) replaced it 13 times in 13 minutes; here the windows are scaled
-    # down 150-fold: watches of 2-4 s, and the silence a dead connection needed was 1 s.
+    # down 60-fold: watches of 5-6 s, and the silence a dead connection needed was 3 s (the
+    # margin a server late to end its watch has, on a busy machine).
     with FakeKube(bookmark_interval=3600.0) as quiet:
         seen = _Seen()
         kube = _kube(quiet)
         inf = Informer(kube, kube.resource("v1", "ConfigMap"), [NS], seen,
-                       watch_timeout=(2, 4), read_margin=1.0)
+                       watch_timeout=(5, 6), read_margin=3.0)
         inf.start()
         try:
-            assert inf.wait_synced(10)
-            wait_for(lambda: len(quiet.reads("/configmaps$", watch=True)) >= 3, timeout=30,
+            assert inf.wait_synced(HANG_GUARD)
+            wait_for(lambda: len(quiet.reads("/configmaps$", watch=True)) >= 3,
                      what="three watches, each ended by the server")
             assert inf.dead_watches == 0
             assert seen.events == []

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from shim.workqueue import WorkQueue
+from support.waiting import HANG_GUARD, wait_for
 
 pytestmark = pytest.mark.waits
 
@@ -40,7 +41,7 @@ def test_concurrent_workers_respect_one_in_flight():
     lock = threading.Lock()
 
     def worker():
-        while (key := q.get(0.3)) is not None:
+        while (key := q.get()) is not None:
             with lock:
                 active[key] = active.get(key, 0) + 1
                 if active[key] > 1:
@@ -55,8 +56,12 @@ def test_concurrent_workers_respect_one_in_flight():
         t.start()
     for i in range(300):
         q.add(f"k{i % 3}")
+    # Every add processed (the workers wait for keys until shut down, however long the
+    # machine takes to hand them out).
+    wait_for(q.idle, what="every key processed")
+    q.shutdown()
     for t in threads:
-        t.join()
+        t.join(HANG_GUARD)
     assert overlap == []
 
 
@@ -65,9 +70,10 @@ def test_add_after_keeps_the_earliest_due_time():
     q.add_after("a", 5.0)
     q.add_after("a", 0.05)
     q.add_after("a", 3.0)
-    started = time.monotonic()
-    assert q.get(1.0) == "a"
-    assert time.monotonic() - started < 0.5
+    # The 0.05 s schedule is the one kept (what is left of it can only shrink).
+    due_in = q.due_in("a")
+    assert due_in is not None and due_in <= 0.05
+    assert q.get(HANG_GUARD) == "a"
 
 
 def test_cancel_after_drops_only_the_schedule_it_names():
@@ -93,9 +99,10 @@ def test_shutdown_wakes_waiting_workers():
     got = []
     t = threading.Thread(target=lambda: got.append(q.get()))
     t.start()
-    time.sleep(0.05)
+    # The worker is asleep on the queue (not yet to come to a queue already shut down).
+    wait_for(lambda: q._cond._waiters, what="the worker waiting")  # type: ignore[attr-defined]
     q.shutdown()
-    t.join(1.0)
+    t.join(HANG_GUARD)
     assert got == [None]
 
 
