@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -26,6 +27,7 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
 from support.builders import NOW, job, jobset, rjob
+from support.waiting import HANG_GUARD, wait_for
 
 pytestmark = pytest.mark.waits
 
@@ -139,25 +141,44 @@ def test_replay_names_the_line_of_a_hostile_record(tmp_path: Path, line: str,
 
 
 class _Stalled(io.StringIO):
-    """A log destination that blocks, as a full disk or a stopped pipe reader would."""
+    """A log destination that blocks, as a full disk or a stopped pipe reader would, until
+    released (or a hang guard passes)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.release = threading.Event()
+        self.returned = 0
 
     def write(self, text: str) -> int:
-        self.release.wait(10)
+        self.release.wait(HANG_GUARD)
+        self.returned += 1
         return super().write(text)
 
 
-def test_a_stalled_log_drops_lines_and_never_blocks_a_decision() -> None:
+def test_a_stalled_log_drops_lines_and_never_blocks_a_decision(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     stalled = _Stalled()
     drops: list[int] = []
     log = DecisionLog("test", max_queue=2, stream=stalled, on_drop=lambda: drops.append(1))
-    started = time.monotonic()
+    # What the submitting thread waits on, if anything: a condition (a full queue's put, an
+    # Event) or the clock.
+    me, waited = threading.get_ident(), []
+
+    def spying(name: str, real: Any) -> Any:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() == me:
+                waited.append(name)
+            return real(*args, **kwargs)
+        return spy
+
+    for owner, name in ((threading.Condition, "wait"), (time, "sleep")):
+        monkeypatch.setattr(owner, name, spying(name, getattr(owner, name)))
     for i in range(50):
         log.submit(f'{{"n": {i}}}')
-    assert time.monotonic() - started < 0.5
+    monkeypatch.undo()
+    # No submit waited, not even briefly, and all returned while the writer was stalled.
+    assert waited == []
+    assert stalled.returned == 0
     assert log.dropped >= 47 and len(drops) == log.dropped
     stalled.release.set()
     log.close()
@@ -184,9 +205,7 @@ def test_a_full_disk_is_counted_and_reported_once_not_per_line(caplog) -> None:
     log = DecisionLog("decisions.jsonl", stream=disk, on_drop=lambda: drops.append(1))
     for i in range(100):
         log.submit(f'{{"n": {i}}}')
-    deadline = time.monotonic() + 5
-    while log.dropped < 100 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: log.dropped >= 100, what="every line dropped")
     # Every lost line is in the metric (on_drop), not only those a full queue dropped.
     assert log.dropped == len(drops) == 100
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
@@ -194,9 +213,7 @@ def test_a_full_disk_is_counted_and_reported_once_not_per_line(caplog) -> None:
     assert "No space left on device; 1 line(s) dropped" in errors[0].getMessage()
     disk.space.set()
     log.submit('{"n": "after"}')
-    deadline = time.monotonic() + 5
-    while log.written < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: log.written >= 1, what="the line written")
     assert log.written == 1 and disk.getvalue() == '{"n": "after"}\n'
     log.close()
     (again,) = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -204,9 +221,7 @@ def test_a_full_disk_is_counted_and_reported_once_not_per_line(caplog) -> None:
 
 
 def _wait_written(log: DecisionLog, n: int) -> None:
-    deadline = time.monotonic() + 5
-    while log.written < n and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: log.written >= n, what=f"{n} line(s) written")
     assert log.written == n
 
 

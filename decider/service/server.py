@@ -157,13 +157,14 @@ class _Occasional:
     """A warning that repeats is logged once, then at most once per interval with how many
     times it happened meanwhile."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval = interval
+        self._clock = clock
         self._last = -math.inf
         self._since = 0
 
     def report(self, message: str) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last < self.interval:
             self._since += 1
             return
