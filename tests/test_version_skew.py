@@ -29,6 +29,7 @@ from decider.service.server import BackgroundServer
 from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient, skew
 from support.cli_run import run_cli
+from support.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.waits
 
@@ -199,7 +200,7 @@ def test_a_real_decider_from_before_min_count(tmp_path: Path,
                             stderr=subprocess.DEVNULL)
     target = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD
         while True:
             try:
                 grpc.channel_ready_future(grpc.insecure_channel(target)).result(timeout=0.5)

@@ -26,6 +26,7 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_client import DeciderClient
 from fakekube.patch import json_patch
 from support.certs import make_pki
+from support.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.waits
 
@@ -297,7 +298,7 @@ def test_malformed_http_is_400_and_one_info_line_not_an_error(server, pki, raw, 
             ctx.wrap_socket(sock, server_hostname="localhost") as tls:
         tls.sendall(raw)
         assert tls.recv(100).startswith(b"HTTP/1.0 400")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline and not any(
             "malformed HTTP from 127.0.0.1 refused (400)" in r.getMessage()
             for r in caplog.records):

@@ -23,6 +23,7 @@ from kubernetes import client, config
 from decider.webhook import certs as webhook_certs
 from fakekube import FakeKube
 from fakekube.resources import DEFAULT_RESOURCES, ResourceType
+from support.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.waits
 
@@ -165,7 +166,7 @@ def test_decider_serve_self_signed_serves_reviews_with_the_certificate_it_made(k
                            "request": {"uid": "u-1", "operation": "DELETE",
                                        "kind": {"group": "jobset.x-k8s.io",
                                                 "version": "v1alpha2", "kind": "JobSet"}}})
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_GUARD
         while True:
             try:
                 raw = socket.create_connection(("127.0.0.1", port), timeout=10)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from fakekube import FakeKube, JobSimulator
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.waits
 
@@ -230,23 +230,19 @@ def test_foreground_deletion_waits_for_dependents(kube):
     job = b.create_namespaced_job(NS, _job())
     pods = _owned_pod(fake, job.metadata.uid)
     b.delete_namespaced_job("j", NS, body=client.V1DeleteOptions(propagation_policy="Foreground"))
-    time.sleep(0.2)
+    # The collector gets to the dependent (in the background, as the real one does)...
+    pod = wait_for(lambda: fake.store.get(pods, NS, "p")["metadata"].get("deletionTimestamp"),
+                   what="the dependent being deleted")
+    assert pod
+    # ... and the Job waits for it, held by its finalizer.
     held = b.read_namespaced_job("j", NS)
     assert held.metadata.deletion_timestamp is not None
     assert "foregroundDeletion" in held.metadata.finalizers
-    pod = fake.store.get(pods, NS, "p")
-    assert pod["metadata"]["deletionTimestamp"]  # dependent is being deleted
     # The pod's last finalizer goes (a kubelet finishing), then the Job follows.
     fake.store.mutate(pods, NS, "p", lambda p: p["metadata"].pop("finalizers"), False)
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        try:
-            b.read_namespaced_job("j", NS)
-        except ApiException as exc:
-            assert exc.status == 404
-            return
-        time.sleep(0.02)
-    raise AssertionError("job not removed after its dependents")
+    wait_for(lambda: fake.store.try_get(fake.store.resource_for("batch", "v1", "jobs"), NS, "j")
+             is None, what="the job removed after its dependents")
+    assert _code(lambda: b.read_namespaced_job("j", NS))[0] == 404
 
 
 def test_background_deletion_and_default_orphaning_of_jobs(kube):
@@ -256,7 +252,11 @@ def test_background_deletion_and_default_orphaning_of_jobs(kube):
     pods = _owned_pod(fake, job.metadata.uid, block=False)
     fake.store.mutate(pods, NS, "p", lambda p: p["metadata"].pop("finalizers"), False)
     b.delete_namespaced_job("j", NS)  # no policy: batch/v1 orphans
-    time.sleep(0.3)
+    # The collector orphans the dependent (its owner reference removed), then the Job goes.
+    wait_for(lambda: fake.store.get(pods, NS, "p")["metadata"].get("ownerReferences") == [],
+             what="the dependent orphaned")
+    wait_for(lambda: fake.store.try_get(fake.store.resource_for("batch", "v1", "jobs"), NS, "j")
+             is None, what="the job gone")
     assert _code(lambda: b.read_namespaced_job("j", NS))[0] == 404
     assert fake.store.get(pods, NS, "p")["metadata"].get("ownerReferences") == []
 
@@ -264,10 +264,7 @@ def test_background_deletion_and_default_orphaning_of_jobs(kube):
     _owned_pod(fake, job.metadata.uid, name="q", block=False)
     fake.store.mutate(pods, NS, "q", lambda p: p["metadata"].pop("finalizers"), False)
     b.delete_namespaced_job("k", NS, body=client.V1DeleteOptions(propagation_policy="Background"))
-    deadline = time.monotonic() + 3
-    while fake.store.try_get(pods, NS, "q") is not None:
-        assert time.monotonic() < deadline, "dependent not collected"
-        time.sleep(0.02)
+    wait_for(lambda: fake.store.try_get(pods, NS, "q") is None, what="the dependent collected")
 
 
 def test_watch_resumes_with_bookmarks_and_expires_with_410(kube):
@@ -308,13 +305,9 @@ def test_job_simulator_reports_batch_v1_conditions(kube):
     b = client.BatchV1Api(api)
     with JobSimulator(fake.store) as sim:
         b.create_namespaced_job(NS, _job(parallelism=2))
-        deadline = time.monotonic() + 3
         # Until the simulator's first sync the Job has no status at all.
-        while (
-            (b.read_namespaced_job_status("j", NS).status or client.V1JobStatus()).ready or 0
-        ) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_for(lambda: ((b.read_namespaced_job_status("j", NS).status
+                           or client.V1JobStatus()).ready or 0) >= 2, what="two pods ready")
         sim.fail(NS, "j", reason="PodFailurePolicy", message="exit code 42")
         st = b.read_namespaced_job_status("j", NS).status
         types = [(c.type, c.reason) for c in st.conditions]

@@ -89,7 +89,7 @@ def same_certificate(a: bytes, b: bytes) -> bool:
     return x509.load_pem_x509_certificate(a) == x509.load_pem_x509_certificate(b)
 
 
-def wait_for(predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
+def wait_for(predicate: Callable[[], bool], seconds: float = 60.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
