@@ -41,11 +41,13 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
         proc.wait()
 
 
-def _run(pytest_args: list[str]) -> tuple[int, float, str, list[str]]:
+def _run(pytest_args: list[str], log: Path | None) -> tuple[int, float, str, list[str]]:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.monotonic() - started
+    if log is not None:
+        log.write_text(done.stdout + done.stderr)
     lines = done.stdout.splitlines()
     summary = next((m.group("text") for line in reversed(lines)
                     if (m := _SUMMARY.match(line))), "no summary (see pytest's output)")
@@ -58,14 +60,19 @@ def main() -> int:
     parser.add_argument("--burners", type=int, default=os.cpu_count() or 1,
                         help="busy processes beside the tests (default: one per core)")
     parser.add_argument("--repeat", type=int, default=1, help="runs in a row (default 1)")
+    parser.add_argument("--logs", type=Path, metavar="DIR",
+                        help="keep each run's pytest output in DIR/run-N.log (failures in full)")
     args, pytest_args = parser.parse_known_args()
     burners = _burners(args.burners)
     print(f"{args.burners} burner(s) on {os.cpu_count()} core(s); pytest {' '.join(pytest_args)}")
     print(f"{'run':>4} {'exit':>4} {'seconds':>8}  summary")
     worst = 0
+    if args.logs is not None:
+        args.logs.mkdir(parents=True, exist_ok=True)
     try:
         for run in range(1, args.repeat + 1):
-            code, elapsed, summary, failed = _run(pytest_args)
+            log = args.logs / f"run-{run}.log" if args.logs is not None else None
+            code, elapsed, summary, failed = _run(pytest_args, log)
             worst = max(worst, code)
             print(f"{run:>4} {code:>4} {elapsed:>8.1f}  {summary}", flush=True)
             for name in failed:
