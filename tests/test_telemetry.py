@@ -36,6 +36,8 @@ from decider_client import observe, render
 from support.builders import NOW, job, jobset, rjob
 from support.otlp import GrpcReceiver, HttpReceiver
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "leader-workers.yaml"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -21,6 +21,8 @@ from shim.telemetry import api_verb, parse_path
 from support.otlp import GrpcReceiver
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
