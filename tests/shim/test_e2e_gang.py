@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from decider.core.gang import names
-from decider.core.gang_lifecycle import CONFLICT_REQUEUE_SECONDS
+from decider.core.scheduling_objects import CONFLICT_REQUEUE_SECONDS
 from shim.apply import StaleObservation
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
