@@ -201,17 +201,19 @@ def _fifo(path: Path) -> Path:
 
 def _bounded_cli(*args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
     """The CLI in a process of its own, with 2 GiB of address space and a generous deadline:
-    should reading regress, the test fails rather than fill the machine or wait forever."""
-    import resource
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    return subprocess.run([sys.executable, "-m", "decider.cli", *args], stdin=stdin,
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-                          preexec_fn=limit)  # noqa: PLW1509 - no threads in this test
+    should reading regress, the test fails rather than fill the machine or wait forever. The
+    limit is set by the child's own first statement, not by a preexec_fn: the suite's process
+    has gRPC threads by then, and Python code between fork and exec beside them can abort."""
+    return subprocess.run([sys.executable, "-c", _LIMITED_CLI, *args], stdin=stdin,
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
 
 
+_LIMITED_CLI = ("import resource, runpy; "
+                "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+                "runpy.run_module('decider.cli', run_name='__main__', alter_sys=True)")
+
+
+@pytest.mark.waits
 @pytest.mark.parametrize("command", ["decide", "simulate", "validate", "gang", "podsets"])
 def test_a_device_of_zeros_is_refused_at_its_first_byte(command: str) -> None:
     """`-f /dev/zero` read until memory ran out (the process was killed); YAML and JSON hold
@@ -232,6 +234,7 @@ def test_input_is_read_at_most_the_limit(tmp_path: Path) -> None:
         read_input(str(path), max_bytes=24)
 
 
+@pytest.mark.waits
 def test_an_endless_pipe_is_refused_past_the_limit() -> None:
     """`yes | decider validate -f -`: an endless valid text, refused at the limit (512 MiB
     here, read in a fraction of a second), not read until memory runs out."""
@@ -246,6 +249,7 @@ def test_an_endless_pipe_is_refused_past_the_limit() -> None:
                              "endless stream or a device?)\n")
 
 
+@pytest.mark.waits
 def test_a_fifo_in_a_directory_is_refused_not_opened(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """kubectl would open it and wait for a writer, maybe forever; named on its own it is

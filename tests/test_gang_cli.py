@@ -586,6 +586,7 @@ def test_job_scenarios_with_existing_objects_match_the_core(
 SCHEDULING_JOBSET = ROOT / "examples" / "scheduling-jobset.yaml"
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("command", ["gang", "podsets"])
 @pytest.mark.parametrize("gates", [[], ["--feature-gates", "JobSetGangOfGangs=true"]])
 def test_scheduling_example_in_process_and_over_grpc(command: str, gates: list[str],

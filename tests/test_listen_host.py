@@ -13,9 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import decider_telemetry as telemetry
 from support.certs import make_pki
 from support.listeners import listening, threads
+
+pytestmark = pytest.mark.waits
 
 ROOT = Path(__file__).resolve().parent.parent
 IDLE = 1000

@@ -27,6 +27,8 @@ from decider_api.names import ACTION_NAMES
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from support.builders import NOW, job, jobset, rjob
 
+pytestmark = pytest.mark.waits
+
 ROOT = Path(__file__).resolve().parent.parent
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

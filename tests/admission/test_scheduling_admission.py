@@ -477,6 +477,7 @@ def _cli(tmp_path: Path, obj: dict[str, Any], *args: str) -> tuple[int, dict[str
     return out.returncode, json.loads(out.stdout)
 
 
+@pytest.mark.waits
 def test_validate_cli_gates_on_and_off(tmp_path: Path) -> None:
     obj = js(rj("workers", 16), scheduling={"replicatedJobs": [entry("workers", job={})]})
     code, out = _cli(tmp_path, obj)
