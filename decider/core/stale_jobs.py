@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from decider.core import constants as c
 from decider.core.deletion import delete_jobs
-from decider.core.gang.job import GROUP_TEMPLATE_ANNOTATION
+from decider.core.gang.job_facts import GROUP_TEMPLATE_ANNOTATION
 from decider.core.gang.model import GangPlan
 from decider.core.model import ObservedJob
 from decider.core.state import PassState

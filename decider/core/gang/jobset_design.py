@@ -15,7 +15,7 @@ from decider.core.constants import GATE_GANG_OF_GANGS
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.gang import jobset_modes, names, was_draft, was_rules
 from decider.core.gang import was_builder as wb
-from decider.core.gang.job import GROUP_TEMPLATE_ANNOTATION
+from decider.core.gang.job_facts import GROUP_TEMPLATE_ANNOTATION
 from decider.core.gang.jobset_facts import JOBSET_NAME_LABEL, JobSetFacts, Naming
 from decider.core.gang.model import CompositeGroup, Design, Group
 from decider.core.gang.was_spec import read_scheduling, use_top_level

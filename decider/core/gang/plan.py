@@ -14,11 +14,12 @@ from typing import Any
 
 from decider.core import access as acc
 from decider.core.errors import FieldError, InvalidInput
-from decider.core.gang import job as jobrules
+from decider.core.gang import job_facts
 from decider.core.gang import jobset_design as design
 from decider.core.gang import jobset_facts as facts
 from decider.core.gang import jobset_objects as objects
 from decider.core.gang import scheduling_status as status
+from decider.core.gang.job import plan_job
 from decider.core.gang.model import GangPlan
 from decider.core.gang.targets import V1ALPHA1, V1ALPHA2, V1BETA1, GangTarget, lookup, registered
 
@@ -32,9 +33,9 @@ class Generation:
 
 
 _GENERATIONS: dict[str, Generation] = {
-    V1ALPHA1: Generation(V1ALPHA1, "1.35", jobrules.RULES_136, facts.Naming("draft")),
-    V1ALPHA2: Generation(V1ALPHA2, "1.36", jobrules.RULES_136, facts.Naming("upstream")),
-    V1BETA1: Generation(V1BETA1, "1.37", jobrules.RULES_137, facts.Naming("upstream")),
+    V1ALPHA1: Generation(V1ALPHA1, "1.35", job_facts.RULES_136, facts.Naming("draft")),
+    V1ALPHA2: Generation(V1ALPHA2, "1.36", job_facts.RULES_136, facts.Naming("upstream")),
+    V1BETA1: Generation(V1BETA1, "1.37", job_facts.RULES_137, facts.Naming("upstream")),
 }
 
 API_VERSIONS: tuple[str, ...] = tuple(_GENERATIONS)
@@ -99,7 +100,7 @@ def plan_gang(
     gen, native, renderer = resolve_target(target, api_version)
     found = _existing(existing)
     if kind == "Job":
-        return jobrules.plan_job(obj, found, gen.job_rules, native, renderer)
+        return plan_job(obj, found, gen.job_rules, native, renderer)
     plan = jobset_gang(obj, api_version, found, target, gates)
     if plan is None:
         f = facts.read_jobset(obj)
@@ -181,10 +182,10 @@ def validate_job_update(
     1.37 drops the freeze and validates ``spec.scheduling`` instead.
     """
     gen, native, _ = resolve_target(KUBERNETES, api_version)
-    new = jobrules.read_job(new_job, need_identity=False)
-    old = jobrules.read_job(old_job, need_identity=False)
+    new = job_facts.read_job(new_job, need_identity=False)
+    old = job_facts.read_job(old_job, need_identity=False)
     errors: list[FieldError] = []
-    if gen.job_rules == jobrules.RULES_136:
+    if gen.job_rules == job_facts.RULES_136:
         if new.parallelism == old.parallelism:
             return errors
         pg = _gang_podgroup_136(old, native, None if existing is None else _existing(existing))
@@ -200,9 +201,9 @@ def validate_job_update(
     if (new.scheduling is None) != (old.scheduling is None):
         errors.append(FieldError("spec.scheduling", "field is immutable: cannot be set or unset"))
         return errors
-    new_blocks = jobrules.job_blocks(new, errors)
+    new_blocks = job_facts.job_blocks(new, errors)
     if old.scheduling is not None:
-        old_blocks = jobrules.job_blocks(old, [])
+        old_blocks = job_facts.job_blocks(old, [])
         if new_blocks.policy != old_blocks.policy:
             errors.append(
                 FieldError(
@@ -220,7 +221,7 @@ def validate_job_update(
 
 
 def _gang_podgroup_136(
-    old: jobrules.JobFacts, native: GangTarget, existing: list[dict[str, Any]] | None
+    old: job_facts.JobFacts, native: GangTarget, existing: list[dict[str, Any]] | None
 ) -> str | None:
     if existing is not None:
         ref = (old.scheduling_group or {}).get("podGroupName")
@@ -232,7 +233,7 @@ def _gang_podgroup_136(
             if gang and (name == ref or (old.uid and objects.controller_uid(pg) == old.uid)):
                 return str(name)
         return None
-    ok, _ = jobrules.gang_candidate_136(old)
+    ok, _ = job_facts.gang_candidate_136(old)
     if not ok or not old.name:
         return None
     from decider.core.gang import names

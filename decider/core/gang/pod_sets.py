@@ -13,10 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from decider.core import access as acc
-from decider.core.gang import job as jobrules
 from decider.core.gang import jobset_design as design
 from decider.core.gang import jobset_facts as facts
 from decider.core.gang import kueue
+from decider.core.gang.job import plan_job
+from decider.core.gang.job_facts import read_job
 from decider.core.gang.model import CompositeGroup, Group, PodSetInfo
 from decider.core.gang.plan import KUBERNETES, NEWEST, kind_of, resolve_target
 
@@ -30,7 +31,7 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
     kind = kind_of(obj)
     gen, native, _ = resolve_target(KUBERNETES, api_version)
     if kind == "Job":
-        f = jobrules.read_job(obj, need_identity=False)
+        f = read_job(obj, need_identity=False)
         parallelism = 1 if f.parallelism is None else f.parallelism
         count = parallelism if f.completions is None else min(parallelism, f.completions)
         probe = copy.deepcopy(obj)
@@ -40,7 +41,7 @@ def pod_sets(obj: dict[str, Any], api_version: str = NEWEST,
         meta["name"] = meta.get("name") or "job"
         meta["uid"] = meta.get("uid") or "pod-sets-probe"
         probe["metadata"] = meta
-        groups = jobrules.plan_job(probe, [], gen.job_rules, native, native).groups
+        groups = plan_job(probe, [], gen.job_rules, native, native).groups
         info = _pod_set("main", count, None, groups[0] if groups else None, ["main"])
         info = replace(info, min_count=kueue.job_min_count(
             acc.child(acc.child(obj, "metadata", ""), "annotations", "metadata")))
