@@ -64,7 +64,8 @@ JOB_KEYS = (*ALWAYS_SET, COORDINATOR)
 # and UID; a plan may leave them to it, or repeat the name.
 JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
 CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
-# How a pod or Job joins a gang (decider/core/gang/targets.py and gang/job_facts.py).
+# How a pod or Job joins a gang (decider/core/gang/targets_kubernetes.py,
+# targets_out_of_tree.py and job_facts.py).
 GROUP_TEMPLATE = "scheduling.k8s.io/group-template-name"
 PLUGINS_POD_GROUP = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins: a pod label
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"  # Volcano: a pod annotation

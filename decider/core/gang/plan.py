@@ -21,7 +21,27 @@ from decider.core.gang import jobset_objects as objects
 from decider.core.gang import scheduling_status as status
 from decider.core.gang.job import plan_job
 from decider.core.gang.model import GangPlan
-from decider.core.gang.targets import V1ALPHA1, V1ALPHA2, V1BETA1, GangTarget, lookup, registered
+from decider.core.gang.targets import (
+    V1ALPHA1,
+    V1ALPHA2,
+    V1BETA1,
+    GangTarget,
+    lookup,
+    register,
+    registered,
+)
+from decider.core.gang.targets_kubernetes import (
+    KubernetesV1Alpha1,
+    KubernetesV1Alpha2,
+    KubernetesV1Beta1,
+)
+from decider.core.gang.targets_out_of_tree import SchedulerPlugins, Volcano
+
+# The adapters the decider ships, registered here where they are looked up, so that no module
+# is imported only for what importing it does; TARGETS lists the others in this order.
+for _target in (KubernetesV1Alpha1(), KubernetesV1Alpha2(), KubernetesV1Beta1(),
+                SchedulerPlugins(), Volcano()):
+    register(_target)
 
 
 @dataclass(frozen=True)
