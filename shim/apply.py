@@ -40,7 +40,9 @@ from decider_client.render import ACTION_NAMES, status_to_dict
 from shim.event_sink import EventSink
 from shim.events import JOBSET_API_VERSION, EventRecorder
 from shim.expectations import Expectations
-from shim.kube import Kube, Obj, Resource, status_message, status_reason
+from shim.kube import Kube, Obj
+from shim.kube_errors import status_message, status_reason
+from shim.kube_resource import Resource
 from shim.owned import controller_ref
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from kubernetes.client.exceptions import ApiException
 
 from shim.event_correlator import Write
-from shim.kube import Kube, Resource
+from shim.kube import Kube
+from shim.kube_resource import Resource
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,10 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ReadTimeoutError
 
 from shim.indexes import Indexer, IndexFunc
-from shim.kube import Kube, KubeError, Obj, Resource, WatchStream
+from shim.kube import Kube, Obj
+from shim.kube_errors import KubeError
+from shim.kube_resource import Resource
+from shim.kube_watch import WatchStream
 from shim.pager import PAGE_SIZE, list_all
 from shim.ratelimit import retry_after
 

@@ -1,41 +1,38 @@
 """Generic Kubernetes REST over the official client.
 
 Every call goes through `kubernetes.client.ApiClient` (its configuration, authentication, TLS and
-connection pool), but paths are built from apiVersion/kind, so the shim can read, create and
-delete any kind a plan names, including kinds added after this code was written. Objects stay
-plain dicts in the API server's JSON, which is also what the decider client consumes.
+connection pool), but paths are built from apiVersion/kind (kube_resource.py), so the shim can
+read, create and delete any kind a plan names, including kinds added after this code was
+written. Objects stay plain dicts in the API server's JSON, which is also what the decider client
+consumes.
 
 Every request but a watch first takes a token from the client-side rate limiter, if any, and a
 429 or 5xx that carries Retry-After is waited out and sent again, a bounded number of times
 (shim/ratelimit.py).
 
 The client builds each request (URL, authentication, headers: `ApiClient.param_serialize`) and
-its connection pool sends it; the JSON of bodies and answers is written and read by orjson. The
-client's own path walks a body to sanitize it and writes and reads JSON with the standard
-library: at 1,000 JobSets that was a fifth of the shim's CPU (bench/shim_scale.py --profile).
+its connection pool sends it; the JSON of bodies and answers is kube_json.py's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import json
 import logging
-import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTResponse
-from kubernetes.watch.watch import iter_resp_lines
 from urllib3.util.retry import Retry
 
+from shim import kube_json
+from shim.kube_errors import KubeError, ResourceNotServed
+from shim.kube_resource import KNOWN_KINDS, Resource
+from shim.kube_watch import WatchStream
 from shim.ratelimit import DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_WAIT, TokenBucket, retry_after
 
 log = logging.getLogger(__name__)
@@ -46,54 +43,6 @@ MERGE_PATCH = "application/merge-patch+json"
 # Discovery runs as the shim starts; an API server that answers 5xx/429 for longer than this
 # is reported (main() exits 2 naming the answer) rather than waited for without end.
 DISCOVERY_TIMEOUT = 30.0
-
-
-@dataclass(frozen=True)
-class Resource:
-    api_version: str
-    kind: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rsplit("/", 1)[0] if "/" in self.api_version else ""
-
-    def path(self, namespace: str | None = None, name: str = "", subresource: str = "") -> str:
-        base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{_segment(namespace)}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{_segment(name)}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-
-def _segment(value: str) -> str:
-    # A name or namespace is one path segment: never a way to another collection.
-    if "/" in value or value in (".", ".."):
-        raise ValueError(f"{value!r} is not a valid object name or namespace")
-    return value
-
-
-# Kinds the shim knows without asking discovery; any other kind is looked up once per
-# group/version. Keyed by (group, kind) because plural and scope do not change across versions.
-_KNOWN: dict[tuple[str, str], tuple[str, bool]] = {
-    ("", "Pod"): ("pods", True),
-    ("", "Service"): ("services", True),
-    ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
-    ("", "Event"): ("events", True),
-    ("batch", "Job"): ("jobs", True),
-    ("coordination.k8s.io", "Lease"): ("leases", True),
-    ("jobset.x-k8s.io", "JobSet"): ("jobsets", True),
-    ("scheduling.k8s.io", "Workload"): ("workloads", True),
-    ("scheduling.k8s.io", "PodGroup"): ("podgroups", True),
-    ("scheduling.k8s.io", "CompositePodGroup"): ("compositepodgroups", True),
-    ("scheduling.x-k8s.io", "PodGroup"): ("podgroups", True),  # scheduler-plugins
-    ("scheduling.volcano.sh", "PodGroup"): ("podgroups", True),  # Volcano
-}
 
 
 def _no_status_retries(api_client: client.ApiClient) -> None:
@@ -108,73 +57,12 @@ def _no_status_retries(api_client: client.ApiClient) -> None:
         pool.clear()  # pools made before this keep their own defaults
 
 
-def dumps(body: Any) -> bytes:
-    """A request body as JSON: orjson, or the standard library for what orjson refuses (an
-    integer past 64 bits)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:
-        return json.dumps(body).encode()
-
-
-def loads(data: bytes | str) -> Any:
-    """An answer's JSON, read as `dumps` writes it."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
-
 
 def _timeout(value: Any) -> urllib3.Timeout | None:
     if isinstance(value, tuple):
         return urllib3.Timeout(connect=value[0], read=value[1])
     return urllib3.Timeout(total=value) if value else None
 
-
-class ResourceNotServed(Exception):
-    """The API server does not serve this apiVersion/kind."""
-
-
-class KubeError(ApiException):
-    """The API server's error answer to one request. Said on one line, naming the request and
-    the server's own message: the client's ApiException prints the response's headers and body
-    over several lines, which is what every retry warning of the shim would have logged."""
-
-    def __init__(self, method: str, path: str, http_resp: Any = None, body: str | None = None,
-                 status: int | None = None, reason: str | None = None) -> None:
-        super().__init__(status=status, reason=reason, http_resp=http_resp, body=body)
-        self.method = method
-        self.path = path
-
-    def __str__(self) -> str:
-        head = f"{self.method} {self.path}: " if self.method else ""
-        text = f"{head}{self.status} {self.reason or ''}".rstrip()
-        message = status_message(self)
-        return f"{text}: {message}" if message and message != self.reason else text
-
-
-def status_message(exc: ApiException) -> str:
-    """The message of the Status the API server answered with (or the start of a body that is
-    not one), on one line."""
-    body = exc.body or ""
-    try:
-        decoded = json.loads(body)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        body = str(decoded.get("message") or "")
-    line = " ".join(body.split())
-    return line if len(line) <= _MAX_MESSAGE else line[:_MAX_MESSAGE] + "..."
-
-
-_MAX_MESSAGE = 300
-
-
-def status_reason(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "{}").get("reason", ""))
-    except (ValueError, AttributeError):
-        return ""
 
 
 class Kube:
@@ -271,7 +159,7 @@ class Kube:
         if found is not None:
             return found
         group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-        known = _KNOWN.get((group, kind))
+        known = KNOWN_KINDS.get((group, kind))
         if known is not None:
             res = Resource(api_version, kind, known[0], known[1])
         else:
@@ -317,7 +205,7 @@ class Kube:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = dumps(body)
+            data = kube_json.dumps(body)
         method, url, headers, _, _ = self.api.param_serialize(
             method=method,
             resource_path=path,
@@ -382,7 +270,7 @@ class Kube:
         status[0] = resp.status
         if not 200 <= resp.status <= 299:
             raise KubeError(method, path, resp, data.decode("utf-8", "replace") if data else "")
-        return loads(data) if data else None
+        return kube_json.loads(data) if data else None
 
     def get(self, res: Resource, namespace: str, name: str) -> Obj:
         return self.request("GET", res.path(namespace, name))
@@ -463,39 +351,3 @@ class Kube:
                             data.decode("utf-8", "replace") if data else "")
         return WatchStream(resp.response)
 
-
-class WatchStream:
-    """The events of one watch request; `close()` from another thread unblocks the reader."""
-
-    def __init__(self, response: Any) -> None:
-        self._resp = response
-        self._closed = False
-
-    def __iter__(self) -> Iterator[Obj]:
-        try:
-            for line in iter_resp_lines(self._resp):
-                if not line:
-                    continue
-                yield loads(line)
-        except Exception:
-            if self._closed:
-                return
-            raise
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        try:
-            self._resp.close()
-            self._resp.release_conn()
-        except Exception:  # noqa: BLE001 - nothing left to do with a dead connection
-            pass
-
-    def close(self) -> None:
-        self._closed = True
-        conn = getattr(self._resp, "connection", None)
-        sock = getattr(conn, "sock", None) if conn is not None else None
-        if sock is not None:
-            # Shutting the socket down wakes a reader blocked in recv; close() alone may not.
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)

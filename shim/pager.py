@@ -15,7 +15,8 @@ import logging
 
 from kubernetes.client.exceptions import ApiException
 
-from shim.kube import Kube, Obj, Resource
+from shim.kube import Kube, Obj
+from shim.kube_resource import Resource
 
 log = logging.getLogger(__name__)
 

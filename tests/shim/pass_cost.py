@@ -1,6 +1,6 @@
 """What one reconcile pass of the shim reads of its caches, against a filled fake cluster.
 
-The shim's informers decode what the API server sends through `shim.kube.loads`; here
+The shim's informers decode what the API server sends through `shim.kube_json.loads`; here
 every Kubernetes object decoded (a dict whose metadata has a server-set UID) becomes a
 `Counted`, which notes each read of a field while a pass is being measured. A pass that scans a
 cache reads every object in it; one that looks its objects up reads only those. Reads are
@@ -26,7 +26,7 @@ from kubernetes import client
 
 from decider_api.v1 import decider_pb2 as pb
 from fakekube import FakeKube, Store
-from shim import kube as shim_kube
+from shim import kube_json
 from shim.config import Config
 from shim.controller import Shim
 from shim.main import build_kube
@@ -101,13 +101,14 @@ def _loads(data: Any, **kw: Any) -> Any:
 
 @contextmanager
 def counted_decoding() -> Iterator[None]:
-    """Objects the shim decodes meanwhile are Counted (only shim.kube's decoder is replaced)."""
-    saved = shim_kube.loads
-    shim_kube.loads = _loads  # type: ignore[assignment]
+    """Objects the shim decodes meanwhile are Counted (only shim.kube_json's decoder is
+    replaced)."""
+    saved = kube_json.loads
+    kube_json.loads = _loads  # type: ignore[assignment]
     try:
         yield
     finally:
-        shim_kube.loads = saved
+        kube_json.loads = saved
 
 
 class RecordingDecider:

@@ -10,7 +10,8 @@ from kubernetes import client
 from decider_api.v1 import decider_pb2 as pb
 from fakekube import DEFAULT_RESOURCES, FakeKube, ResourceType
 from shim.apply import Applier, StaleObservation
-from shim.kube import Kube, ResourceNotServed
+from shim.kube import Kube
+from shim.kube_errors import ResourceNotServed
 from tests.shim.helpers import jobset, rjob
 
 pytestmark = pytest.mark.waits

@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from fakekube import FakeKube
 from shim import kube as kube_module
 from shim.config import parse_args
-from shim.kube import KubeError, status_reason
+from shim.kube_errors import KubeError, status_reason
 from shim.main import build_kube
 from shim.ratelimit import TokenBucket, retry_after
 from tests.shim.helpers import NS, jobset, rjob, wait_for
