@@ -25,8 +25,7 @@ from chaos_checks import (
     now,
 )
 
-from fakekube import FakeKube
-from fakekube.store import ApiError
+from fakekube import ApiError, FakeKube
 from shim.controller import Shim
 from tests.shim.helpers import Cluster, ShimFactory, jobset, rjob
 

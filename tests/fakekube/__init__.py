@@ -3,11 +3,12 @@
 Used by the shim's tests and by bench/shim_reaction.py.
 """
 
+from .errors import ApiError
 from .faults import Fault, WatchFault
 from .jobsim import JobSimulator
 from .resources import DEFAULT_RESOURCES, ResourceType
 from .server import AuditRecord, FakeKube
-from .store import ApiError, Store
+from .store import Store
 
 __all__ = [
     "DEFAULT_RESOURCES",

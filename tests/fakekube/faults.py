@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .store import ApiError
+from .errors import ApiError
 
 # metav1.Status reasons of the codes a fault is usually injected with.
 FAULT_REASONS = {

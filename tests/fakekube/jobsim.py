@@ -19,7 +19,9 @@ import threading
 import time
 from typing import Any
 
-from .store import ApiError, Obj, Store, now_rfc3339
+from .errors import ApiError
+from .storage import Obj
+from .store import Store, now_rfc3339
 
 JOBS = "batch/v1/jobs"
 PODS = "/v1/pods"

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .errors import ApiError
 from .faults import FAULT_REASONS, Fault, WatchFault, page
 from .resources import DEFAULT_RESOURCES, ResourceType
-from .store import ApiError, Store
+from .store import Store
 from .watchserve import WatchStreaming
 
 

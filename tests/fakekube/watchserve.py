@@ -11,7 +11,7 @@ from typing import Any
 
 from .faults import WatchFault
 from .resources import ResourceType
-from .store import event_line
+from .storage import event_line
 
 
 class WatchStreaming:
