@@ -49,19 +49,53 @@ def _topology(obj: dict[str, Any], path: str) -> tuple[bool, list[dict[str, Any]
 
 
 @dataclass
-class Composite:
-    """The composite blocks of the top level or of one ``replicatedJobs`` entry."""
+class Blocks:
+    """What the composite and the leaf levels share: a policy union, constraints and a
+    disruption-mode union, each "set" when present (a Go pointer that is not nil)."""
 
     policy_set: bool = False
     policy: str | None = None  # BASIC | GANG | None (unset, or not exactly one member)
     policy_members: int = 0
-    min_group_count: int | None = None
-    min_group_count_set: bool = False
     constraints_set: bool = False
     topology: list[dict[str, Any]] = field(default_factory=list)
     disruption_set: bool = False
     disruption: str | None = None
     disruption_members: int = 0
+
+
+def _read_policy(obj: dict[str, Any], path: str,
+                 out: Blocks) -> tuple[dict[str, Any], str] | None:
+    """The policy union; returns its ``gang`` member and that member's path, whose count each
+    level reads under its own name before the other blocks (the order errors are found in)."""
+    raw = obj.get("schedulingPolicy")
+    if raw is None:
+        return None
+    out.policy_set = True
+    ppath = f"{path}.schedulingPolicy"
+    out.policy, out.policy_members = _variant(raw, (BASIC, GANG), ppath)
+    gang = acc.as_map(raw, ppath).get(GANG)
+    if gang is None:
+        return None
+    gpath = f"{ppath}.gang"
+    return acc.as_map(gang, gpath), gpath
+
+
+def _read_rest(obj: dict[str, Any], path: str, out: Blocks) -> None:
+    """The constraints and the disruption-mode union."""
+    out.constraints_set, out.topology = _topology(obj, path)
+    raw = obj.get("disruptionMode")
+    if raw is not None:
+        out.disruption_set = True
+        out.disruption, out.disruption_members = _variant(raw, (SINGLE, ALL),
+                                                          f"{path}.disruptionMode")
+
+
+@dataclass
+class Composite(Blocks):
+    """The composite blocks of the top level or of one ``replicatedJobs`` entry."""
+
+    min_group_count_set: bool = False
+    min_group_count: int | None = None
 
     @property
     def any_set(self) -> bool:
@@ -71,62 +105,29 @@ class Composite:
 
 def read_composite(obj: dict[str, Any], path: str) -> Composite:
     out = Composite()
-    raw = obj.get("schedulingPolicy")
-    if raw is not None:
-        out.policy_set = True
-        ppath = f"{path}.schedulingPolicy"
-        out.policy, out.policy_members = _variant(raw, (BASIC, GANG), ppath)
-        gang = acc.as_map(raw, ppath).get(GANG)
-        if gang is not None:
-            gpath = f"{ppath}.gang"
-            gang = acc.as_map(gang, gpath)
-            if gang.get("minGroupCount") is not None:
-                out.min_group_count_set = True
-                out.min_group_count = acc.integer(gang, "minGroupCount", gpath,
-                                                  minimum=-(2**31))
-    out.constraints_set, out.topology = _topology(obj, path)
-    raw = obj.get("disruptionMode")
-    if raw is not None:
-        out.disruption_set = True
-        out.disruption, out.disruption_members = _variant(raw, (SINGLE, ALL),
-                                                          f"{path}.disruptionMode")
+    gang_at = _read_policy(obj, path, out)
+    if gang_at is not None and gang_at[0].get("minGroupCount") is not None:
+        out.min_group_count_set = True
+        out.min_group_count = acc.integer(gang_at[0], "minGroupCount", gang_at[1],
+                                          minimum=-(2**31))
+    _read_rest(obj, path, out)
     return out
 
 
 @dataclass
-class Leaf:
+class Leaf(Blocks):
     """The leaf blocks of ``replicatedJobs[].job`` (``JobScheduling``)."""
 
-    policy_set: bool = False
-    policy: str | None = None
-    policy_members: int = 0
     min_count: int | None = None  # the user's quorum; None: derived (the Job's parallelism)
-    constraints_set: bool = False
-    topology: list[dict[str, Any]] = field(default_factory=list)
-    disruption_set: bool = False
-    disruption: str | None = None
-    disruption_members: int = 0
     claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_leaf(obj: dict[str, Any], path: str) -> Leaf:
     out = Leaf()
-    raw = obj.get("schedulingPolicy")
-    if raw is not None:
-        out.policy_set = True
-        ppath = f"{path}.schedulingPolicy"
-        out.policy, out.policy_members = _variant(raw, (BASIC, GANG), ppath)
-        gang = acc.as_map(raw, ppath).get(GANG)
-        if gang is not None:
-            gpath = f"{ppath}.gang"
-            out.min_count = acc.integer(acc.as_map(gang, gpath), "minCount", gpath,
-                                        minimum=-(2**31))
-    out.constraints_set, out.topology = _topology(obj, path)
-    raw = obj.get("disruptionMode")
-    if raw is not None:
-        out.disruption_set = True
-        out.disruption, out.disruption_members = _variant(raw, (SINGLE, ALL),
-                                                          f"{path}.disruptionMode")
+    gang_at = _read_policy(obj, path, out)
+    if gang_at is not None:
+        out.min_count = acc.integer(gang_at[0], "minCount", gang_at[1], minimum=-(2**31))
+    _read_rest(obj, path, out)
     for i, claim in enumerate(acc.items(obj, "resourceClaims", path)):
         cpath = f"{path}.resourceClaims[{i}]"
         claim = acc.as_map(claim, cpath)
