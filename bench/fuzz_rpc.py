@@ -6,7 +6,7 @@ the tests' notes and past reports name, keeps working with the same options.
 
 Usage:
   python bench/fuzz_rpc.py [--requests 100000] [--seed 1] [--in-flight 12] [--workers 2]
-                           [--out /tmp/fuzz-rpc] [--webhook-gates new] [--inproc]
+                           [--out /tmp/fuzz-rpc] [--webhook-gates new|none|all] [--inproc]
   python bench/fuzz_rpc.py --replay /tmp/fuzz-rpc/0001-Decide-INTERNAL.bin
 """
 

@@ -19,7 +19,7 @@ webhook 5xx, a traceback in the server's log). Each finding's request is saved u
 
 Usage:
   python bench/fuzz_rpc.py [--requests 100000] [--seed 1] [--in-flight 12] [--workers 2]
-                           [--out /tmp/fuzz-rpc] [--webhook-share 0.08]
+                           [--out /tmp/fuzz-rpc] [--webhook-gates new|none|all] [--inproc]
   python bench/fuzz_rpc.py --replay /tmp/fuzz-rpc/0001-Decide-INTERNAL.bin
 """
 
