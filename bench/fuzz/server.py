@@ -38,6 +38,8 @@ class Server:
         self.metrics_port = _free_port()
         self.log_path = workdir / "server.log"
         self.decision_log = workdir / "decisions.jsonl"
+        # The server appends; a run into an --out used before counts its own lines only.
+        self.decision_log.unlink(missing_ok=True)
         gates = ",".join(f"{k}={str(v).lower()}" for k, v in webhook_gates.items())
         args = [sys.executable, "-m", "decider.cli", "serve", "--host", "127.0.0.1",
                 "--port", "0", "--workers", str(workers), "--drain-delay", "0",
