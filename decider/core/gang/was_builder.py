@@ -20,6 +20,7 @@ CompositePodGroup under it, and every Job a leaf PodGroup; see ``build_tree``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from decider.core.gang import names
@@ -251,8 +252,37 @@ def _composite_policy(c: Composite, default: str) -> tuple[str | None, int | Non
     return c.policy, c.min_group_count if c.min_group_count_set else None
 
 
-def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], list[Group]]:
-    """The CompositePodGroup tree, root first, and its leaf PodGroups, one per Job.
+@dataclass
+class Branch:
+    """A second-level CompositePodGroup and what its leaves share: built once per entry, so
+    that validation, which needs no per-Job leaf, never walks the Jobs."""
+
+    node: Node
+    composite: CompositeGroup
+    policy: str | None  # the CompositePodGroup's variant, the default of its leaves
+    leaf_templates: list[str]  # per member ReplicatedJob, in order
+
+
+@dataclass
+class Skeleton:
+    """The tree without its leaf PodGroups: the root, then one Branch per Node."""
+
+    root: CompositeGroup
+    branches: list[Branch]
+
+    @property
+    def composites(self) -> list[CompositeGroup]:
+        return [self.root, *(b.composite for b in self.branches)]
+
+    def leaf_parents(self) -> list[str]:
+        """The CompositePodGroups that have at least one leaf (one per Job of a member):
+        the only parents ``tree_depth`` looks up."""
+        return [b.composite.name for b in self.branches
+                if any(r.replicas > 0 for r in b.node.members)]
+
+
+def tree_skeleton(f: JobSetFacts, s: Scheduling) -> Skeleton:
+    """The CompositePodGroup tree, root first, with each member's leaf template.
 
     - root: the JobSet (template and object named as the Workload), the top level's blocks;
       its policy defaults to gang, or to basic under sequenced startup, where a gang over Jobs
@@ -260,13 +290,13 @@ def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], lis
     - level 2: each entry (template ``<targets>-<hash>`` as upstream names a group), or each
       ReplicatedJob no entry targets (as a one-target group), with the entry's composite blocks
       (no fallback: the top level's apply to the root); policy gang by default;
-    - leaves: one PodGroupTemplate per ReplicatedJob (``<rjob>-<hash>``), instantiated once per
-      Job as the PodGroup ``<jobset>-<rjob>-<index>-<hash>``. Blocks from the entry's ``job``;
-      an unset policy takes the variant of its CompositePodGroup (a gang of Jobs is a gang of
-      gangs of their pods), minCount the Job's parallelism.
+    - leaf templates: one PodGroupTemplate per ReplicatedJob (``<rjob>-<hash>``), instantiated
+      by ``build_tree`` once per Job.
     ``minGroupCount`` left unset is the number of children, as the building block says
     ("the controller should inject a context-specific sane default, e.g. the number of child
-    groups"). Raises DuplicateName.
+    groups"). Raises DuplicateName: every template name is claimed here, in the order
+    upstream's builder claims them (a Job's PodGroup is named, not claimed), so the skeleton
+    finds the same first duplicate as the whole tree, without building a leaf.
     """
     seen: set[str] = set()
 
@@ -287,8 +317,7 @@ def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], lis
         constraints_set=s.top.constraints_set,
         disruption=s.top.disruption if s.top.disruption_set else None,
         priority_class=f.rjobs[0].priority_class if f.rjobs else "")
-    composites = [root]
-    groups: list[Group] = []
+    branches: list[Branch] = []
     for node in nodes:
         targets = [r.name for r in node.members]
         template = claim(names.jobset_group_template(f.namespace, f.name, targets))
@@ -302,10 +331,23 @@ def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], lis
             disruption=node.composite.disruption if node.composite.disruption_set else None,
             priority_class=node.members[0].priority_class, parent=root.name,
             parent_template=root.template)
-        composites.append(composite)
-        for r in node.members:
-            leaf_template = claim(names.jobset_rjob_template(f.namespace, f.name, r.name))
-            blocks = Blocks(policy=npolicy if npolicy in (GANG, BASIC) else GANG)
+        leaves = [claim(names.jobset_rjob_template(f.namespace, f.name, r.name))
+                  for r in node.members]
+        branches.append(Branch(node, composite, npolicy, leaves))
+    return Skeleton(root, branches)
+
+
+def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], list[Group]]:
+    """The CompositePodGroup tree (``tree_skeleton``), root first, and its leaf PodGroups, one
+    per Job, ``<jobset>-<rjob>-<index>-<hash>``. A leaf's blocks come from the entry's ``job``;
+    an unset policy takes the variant of its CompositePodGroup (a gang of Jobs is a gang of
+    gangs of their pods), minCount the Job's parallelism. Raises DuplicateName."""
+    tree = tree_skeleton(f, s)
+    groups: list[Group] = []
+    for branch in tree.branches:
+        node, composite = branch.node, branch.composite
+        for r, leaf_template in zip(node.members, branch.leaf_templates, strict=True):
+            blocks = Blocks(policy=branch.policy if branch.policy in (GANG, BASIC) else GANG)
             if node.job is not None:
                 own, policy_set = _leaf_blocks(node.job)
                 if policy_set:
@@ -320,11 +362,13 @@ def build_tree(f: JobSetFacts, s: Scheduling) -> tuple[list[CompositeGroup], lis
                 group = to_group(item, instance)
                 group.parent, group.parent_template = composite.name, composite.template
                 groups.append(group)
-    return composites, groups
+    return tree.composites, groups
 
 
-def tree_depth(composites: list[CompositeGroup], groups: list[Group]) -> int:
-    """Levels from the root to the deepest leaf (a leaf PodGroup counts as one)."""
+def tree_depth(composites: list[CompositeGroup], leaf_parents: Iterable[str | None]) -> int:
+    """Levels from the root to the deepest leaf (a leaf PodGroup counts as one), given the
+    parent of each leaf; leaves of one parent are as deep as each other, so one of each
+    (``Skeleton.leaf_parents``) gives the depth of the whole tree."""
     by_name = {c.name: c for c in composites}
 
     def depth(parent: str | None) -> int:
@@ -335,8 +379,9 @@ def tree_depth(composites: list[CompositeGroup], groups: list[Group]) -> int:
             parent = node.parent if node else None
         return d
 
-    return max([depth(g.parent) + 1 for g in groups] or [1])
+    return max([depth(parent) + 1 for parent in leaf_parents] or [1])
 
 
-__all__ = ["Blocks", "DuplicateName", "Item", "Node", "build_flat", "build_tree", "items",
-           "members_of", "podgroup_name", "tree_depth", "tree_nodes"]
+__all__ = ["Blocks", "Branch", "DuplicateName", "Item", "Node", "Skeleton", "build_flat",
+           "build_tree", "items", "members_of", "podgroup_name", "tree_depth", "tree_nodes",
+           "tree_skeleton"]
