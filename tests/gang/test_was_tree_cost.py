@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from decider.core.gang import jobset_design, jobset_facts
+from decider.core.gang import jobset_design, jobset_facts, plan_gang
 from decider.core.gang import was_builder as wb
+from decider.core.gang.targets_kubernetes import KubernetesV1Beta1
 from decider.core.gang.was_spec import read_scheduling
 from support.opcount import lines_executed
 from tests.gang.gang_fixtures import jobset, rjob
@@ -118,3 +119,17 @@ def test_skeleton_is_the_tree_without_its_leaves(rjobs: list[dict[str, Any]],
                 if r.replicas > 0}
         assert made == jobs
 
+
+def test_a_tree_renders_each_leaf_template_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its 200 Jobs' PodGroups share two templates: each is rendered (claims deep-copied) once.
+    rendered: list[str] = []
+    real = KubernetesV1Beta1._template
+
+    def counted(self: KubernetesV1Beta1, g: Any) -> dict[str, Any]:
+        rendered.append(g.template)
+        return real(self, g)
+
+    monkeypatch.setattr(KubernetesV1Beta1, "_template", counted)
+    plan = plan_gang(per_job_gangs(200, 4), gates=GATES)
+    assert len([o for o in plan.objects if o["kind"] == "PodGroup"]) == 201
+    assert sorted(rendered) == sorted({g.template for g in plan.groups})

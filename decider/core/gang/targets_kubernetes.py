@@ -171,7 +171,10 @@ class _RuntimePodGroups(_Native):
         """One template per name: a tree's leaf template is shared by the Jobs it makes."""
         out: dict[str, dict[str, Any]] = {}
         for g in groups:
-            out.setdefault(g.template, self._template(g))
+            # Rendered once per name, not per Job: setdefault would render (and deep-copy the
+            # claims of) every one of a 100,000-Job tree's leaves to keep the first.
+            if g.template not in out:
+                out[g.template] = self._template(g)
         return list(out.values())
 
     def _podgroup_spec(self, design: Design, g: Group) -> dict[str, Any]:
