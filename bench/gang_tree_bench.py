@@ -118,8 +118,8 @@ def timed(fn: Callable[[], Any], rounds: int) -> list[float]:
 
 
 def row(label: str, samples: list[float], note: str = "") -> None:
-    print(f"| {label} | {len(samples)} | {statistics.median(samples) * 1000:,.1f} | "
-          f"{min(samples) * 1000:,.1f} | {note} |")
+    print(f"| {label} | {len(samples)} | {statistics.median(samples) * 1000:,.2f} | "
+          f"{min(samples) * 1000:,.2f} | {note} |")
 
 
 def main() -> None:
