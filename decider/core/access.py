@@ -56,13 +56,14 @@ def as_int(value: Any, path: str, default: int | None = None,
 
 
 def as_int64(value: Any, path: str, minimum: int | None = None) -> int | None:
-    """An int64 (activeDeadlineSeconds), or None when absent."""
+    """An int64 (activeDeadlineSeconds, tolerationSeconds), or None when absent."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput.at(path, f"must be an integer, got {type(value).__name__}")
-    if minimum is not None and value < minimum:
-        raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
+    floor = -MAX_INT64 - 1 if minimum is None else minimum
+    if value < floor:
+        raise InvalidInput.at(path, f"must be greater than or equal to {floor}")
     if value > MAX_INT64:
         raise InvalidInput.at(path, f"must be less than or equal to {MAX_INT64}")
     return value

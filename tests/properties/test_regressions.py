@@ -223,6 +223,12 @@ _IN_PLACE_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {
     "status": {"phase": "Running"}}
 
 
+def _pod_sets_toleration(seconds: int) -> bytes:
+    js = _with_template(("spec", "template", "spec", "tolerations"),
+                        [{"key": "k", "operator": "Exists", "tolerationSeconds": seconds}])
+    return pb.PodSetsRequest(object_json=json.dumps(js)).SerializeToString()
+
+
 def _validate(quantity: object) -> bytes:
     js = _with_template(_CONTAINER + ("resources",), {"requests": {"cpu": quantity}})
     return pb.ValidateRequest(object_json=json.dumps(js)).SerializeToString()
@@ -277,6 +283,12 @@ def _validate(quantity: object) -> bytes:
                          failurePolicy={"maxRestarts": _MAX,
                                         "restartStrategy": "InPlaceRestart"}),
      f"pods[0].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"),
+    # Kueue's pod set carries a toleration's seconds as int64: one past either end could not
+    # be serialized (ValueError, INTERNAL; hypothesis found it through PodSets).
+    ("PodSets", _pod_sets_toleration(2**63),
+     "spec.replicatedJobs[0].template.spec.template.spec.tolerations[0].tolerationSeconds"),
+    ("PodSets", _pod_sets_toleration(-(2**63) - 1),
+     "spec.replicatedJobs[0].template.spec.template.spec.tolerations[0].tolerationSeconds"),
 ], ids=["service-spec-not-an-object", "service-ports-not-a-list", "service-sent-whole",
         "job-container-resources-a-string", "job-container-requests-a-list",
         "job-container-limit-nan", "job-container-name-a-list", "quantity-past-float64",
@@ -284,7 +296,8 @@ def _validate(quantity: object) -> bytes:
         "restarts-at-int32-max", "execution-attempts-at-max-on-restart",
         "execution-attempts-at-max-on-resume", "first-attempt-after-max-restarts",
         "job-restarts-at-max",
-        "in-place-attempt-past-int32"])
+        "in-place-attempt-past-int32", "pod-sets-toleration-seconds-past-int64",
+        "pod-sets-toleration-seconds-below-int64"])
 def test_fuzz_findings_are_invalid_argument_naming_the_field(method: str, payload: bytes,
                                                              field: str) -> None:
     reply = dispatch.answer(method, payload, Limits())

@@ -187,9 +187,8 @@ def _tolerations(value: Any, path: str) -> list[Toleration]:
     for i, raw in enumerate(acc.as_list(value, path)):
         where = f"{path}[{i}]"
         t = acc.as_map(raw, where)
-        seconds = t.get("tolerationSeconds")
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
-            raise InvalidInput.at(f"{where}.tolerationSeconds", "must be an integer")
+        # Kueue's pod set carries it as an int64, as the pod's API does.
+        seconds = acc.as_int64(t.get("tolerationSeconds"), f"{where}.tolerationSeconds")
         out.append(Toleration(**{k: acc.as_str(t.get(key), f"{where}.{key}") for k, key in (
             ("key", "key"), ("operator", "operator"), ("value", "value"),
             ("effect", "effect"))}, toleration_seconds=seconds))
