@@ -43,15 +43,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shim.guard_content import Broken, dig, q, replicated_jobs
+from shim.guard_content import REPLICATED_JOB_NAME, Broken, dig, q, replicated_jobs
+from shim.indexes import JOBSET_NAME_LABEL as JOBSET_NAME
 from shim.owned import controller_ref, may_be_gang_name
 
 Obj = dict[str, Any]
 
 _P = "jobset.sigs.k8s.io/"
-JOBSET_NAME = _P + "jobset-name"
 JOBSET_UID = _P + "jobset-uid"
-REPLICATED_JOB_NAME = _P + "replicatedjob-name"
 JOB_INDEX = _P + "job-index"
 JOB_KEY = _P + "job-key"
 COORDINATOR = _P + "coordinator"
