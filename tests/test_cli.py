@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from decider.service.server import BackgroundServer
+from support.cli_run import leader_workers_failed
 
 pytestmark = pytest.mark.waits
 
@@ -63,22 +64,7 @@ def test_server_gives_the_same_bytes(server: BackgroundServer) -> None:
 
 
 def _failed_child_input() -> str:
-    docs = list(yaml.safe_load_all(EXAMPLE.read_text()))
-    js = docs[0]
-    uid = js["metadata"]["uid"]
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "trainer-workers-1", "namespace": "default", "uid": "j1",
-                        "labels": {"jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                                   "jobset.sigs.k8s.io/restart-attempt": "0",
-                                   "jobset.sigs.k8s.io/job-index": "1"},
-                        "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                             "kind": "JobSet", "name": "trainer", "uid": uid,
-                                             "controller": True}]},
-           "spec": {"parallelism": 2, "completions": 2},
-           "status": {"failed": 1, "conditions": [
-               {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                "message": "Job has reached the specified backoff limit",
-                "lastTransitionTime": "2025-12-31T23:59:00Z"}]}}
+    js, job = leader_workers_failed()
     return yaml.safe_dump_all([{"apiVersion": "v1", "kind": "List", "items": [js, job]}])
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from decider.service.server import BackgroundServer
-from support.cli_run import run_cli
+from support.cli_run import leader_workers_failed, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LEADER = ROOT / "examples" / "leader-workers.yaml"
@@ -41,20 +41,7 @@ def _table(text: str) -> tuple[str, list[str], list[str]]:
 
 
 def _failed_child() -> str:
-    js = yaml.safe_load(LEADER.read_text())
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "trainer-workers-1", "namespace": "default", "uid": "j1",
-                        "labels": {"jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                                   "jobset.sigs.k8s.io/restart-attempt": "0",
-                                   "jobset.sigs.k8s.io/job-index": "1"},
-                        "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                             "kind": "JobSet", "name": "trainer",
-                                             "uid": js["metadata"]["uid"], "controller": True}]},
-           "spec": {"parallelism": 2, "completions": 2},
-           "status": {"failed": 1, "conditions": [
-               {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                "message": "Job has reached the specified backoff limit",
-                "lastTransitionTime": "2025-12-31T23:59:00Z"}]}}
+    js, job = leader_workers_failed()
     return yaml.safe_dump_all([js, job])
 
 
