@@ -1,12 +1,11 @@
 """charts/jobset-decider: what each value does, and the values it refuses.
 
-The same rendering as test_helm_chart.py (which compares the configurations deploy/ also has
-with it): here, what kustomize has no counterpart for (the certificate Helm makes, the optional
-RBAC following the gates and the gang target, leader election off), read back by the programs
-that will use it (the decider's TLS set-up, the shim's and the decider's argument parsers, the
-telemetry set-up).
+The same rendering as test_helm_chart.py, which compares the configurations deploy/ also has;
+here what kustomize has no counterpart for (the optional RBAC following the gates and the gang
+target, leader election off, fixed replicas), read back by the programs that will use it (the
+shim's and the decider's argument parsers, the telemetry set-up). The certificate Helm makes:
+test_helm_certificate.py.
 """
-
 from __future__ import annotations
 
 import json
@@ -25,52 +24,6 @@ NS = H.NAMESPACE
 @pytest.fixture(scope="module")
 def helm() -> Path:
     return H.require()
-
-
-@pytest.mark.waits
-def test_helm_mode_makes_a_certificate_the_decider_can_serve_and_the_api_server_trusts(
-        helm: Path, tmp_path: Path) -> None:
-    import base64
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives.asymmetric import padding
-
-    from decider.webhook import certs
-    from decider.webhook.server import tls_context
-
-    docs = H.rendered(helm, {"webhook.certificate.mode": "helm"})
-    secret = H.one(docs, "Secret", "jobset-decider-webhook-cert", NS)
-    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-    assert set(data) == {"ca.crt", "tls.crt", "tls.key"}
-    ca = x509.load_pem_x509_certificate(data["ca.crt"])
-    cert = x509.load_pem_x509_certificate(data["tls.crt"])
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    # The names the decider's own certificate covers: the webhook Service's, every spelling.
-    assert names.get_values_for_type(x509.DNSName) == certs.SelfSigned(namespace=NS).dns_names
-    assert cert.issuer == ca.subject
-    ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(),
-                           cert.signature_hash_algorithm)
-    assert secret["metadata"]["annotations"]["jobset-decider.io/helm-certificate-names"] == \
-        ",".join(certs.SelfSigned(namespace=NS).dns_names)
-    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        (hook,) = next(d for d in docs if d["kind"] == kind)["webhooks"]
-        assert base64.b64decode(hook["clientConfig"]["caBundle"]) == data["ca.crt"]
-    # The decider reads the mounted Secret, with no API token and no certificate RBAC.
-    decider = H.container(docs, "jobset-decider")
-    serve = H.parsed_args(decider)
-    assert serve["webhook_self_signed"] is False
-    pod = H.one(docs, "Deployment", "jobset-decider")["spec"]["template"]["spec"]
-    assert pod["automountServiceAccountToken"] is False
-    mount = next(m for m in decider["volumeMounts"] if m["name"] == "webhook-certs")
-    volume = next(v for v in pod["volumes"] if v["name"] == "webhook-certs")
-    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
-    assert serve["webhook_cert_file"] == f"{mount['mountPath']}/tls.crt"
-    assert serve["webhook_key_file"] == f"{mount['mountPath']}/tls.key"
-    (tmp_path / "tls.crt").write_bytes(data["tls.crt"])
-    (tmp_path / "tls.key").write_bytes(data["tls.key"])
-    tls_context(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
-    assert not {d["kind"] for d in docs if d["metadata"]["name"].endswith(
-        ("-webhook-cert", "-ca-injection"))} - {"Secret"}
 
 
 @pytest.mark.waits

@@ -161,3 +161,76 @@ def env_map(c: dict[str, Any]) -> dict[str, Any]:
     assert len(names) == len(set(names)), names
     assert not any("$(" in str(e.get("value", "")) for e in env), env
     return {e["name"]: {k: v for k, v in e.items() if k != "name"} for e in env}
+
+
+# ---- a cluster for `lookup` -------------------------------------------------------------------
+
+class LookupCluster:
+    """Just enough of an API server for `helm template --dry-run=server`, whose `lookup` reads
+    the cluster: the version, core/v1's discovery, and GETs of the objects in `objects` (by
+    their API path); anything else is 404. `seen` lists the paths asked for."""
+
+    def __init__(self, directory: Path, objects: dict[str, dict[str, Any]]) -> None:
+        self.objects = objects
+        self.seen: list[str] = []
+        self.kubeconfig = directory / "kubeconfig"
+        self._directory = directory
+
+    def __enter__(self) -> LookupCluster:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        cluster = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+                path = self.path.split("?")[0]
+                cluster.seen.append(path)
+                code, body = cluster.answer(path)
+                raw = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        host, port = self._server.server_address[:2]
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "clusters": [{"name": "fake", "cluster": {"server": f"http://{host}:{port}"}}],
+            "users": [{"name": "fake", "user": {"token": "fake"}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}]}))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def answer(self, path: str) -> tuple[int, dict[str, Any]]:
+        if path == "/version":
+            return 200, {"major": "1", "minor": "35", "gitVersion": "v1.35.0"}
+        if path == "/api":
+            return 200, {"kind": "APIVersions", "versions": ["v1"]}
+        if path == "/apis":
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+        if path == "/api/v1":
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1",
+                         "resources": [{"name": "secrets", "singularName": "secret",
+                                        "namespaced": True, "kind": "Secret",
+                                        "verbs": ["get", "list"]}]}
+        if path in self.objects:
+            return 200, self.objects[path]
+        return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                     "reason": "NotFound", "code": 404, "message": f"{path} not found"}
+
+    def render(self, helm: Path, values: dict[str, Any], namespace: str = NAMESPACE
+               ) -> list[dict[str, Any]]:
+        return render(helm, values, namespace=namespace,
+                      extra=("--dry-run=server", "--kubeconfig", str(self.kubeconfig)))
