@@ -134,6 +134,7 @@ REFUSED = [
     ({"rbac.scope": "namespaced"}, "shim.namespaces"),
     ({"shim.leaderElection.enabled": False}, "every replica would act"),
     ({"telemetry.sampler": "sometimes"}, "sampler"),
+    ({"telemetry.samplerArg": 2}, "samplerArg"),
 ]
 
 
@@ -141,7 +142,8 @@ REFUSED = [
 @pytest.mark.parametrize(("values", "named"), REFUSED,
                          ids=["unknown-gate", "unknown-cert-mode", "unknown-gang-target",
                               "unknown-key", "namespaced-without-namespaces",
-                              "two-shims-without-leader", "unknown-sampler"])
+                              "two-shims-without-leader", "unknown-sampler",
+                              "sampler-ratio-above-one"])
 def test_wrong_values_are_refused_naming_them(helm: Path, values: dict[str, Any],
                                               named: str) -> None:
     out = H.template(helm, values)
