@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -210,6 +211,20 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def _go_caches() -> dict[str, str]:
+    """Go's module and build caches where they are now. Under the page's own HOME, Go would
+    fetch every module again, into a module cache it makes read-only (which a user other than
+    root could not even delete with the page's directory)."""
+    go = shutil.which("go")
+    if go is None:
+        return {}
+    done = subprocess.run([go, "env", "GOMODCACHE", "GOCACHE"], capture_output=True, text=True)
+    values = done.stdout.splitlines()
+    if done.returncode != 0 or len(values) != 2 or not all(values):
+        return {}
+    return {"GOMODCACHE": values[0], "GOCACHE": values[1]}
+
+
 def _tree_state() -> set[str]:
     out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
@@ -234,7 +249,7 @@ def run_page(page_blocks: list[Block]) -> tuple[int, list[str]]:
         # HOME too is the page's own: what a command installs "into your home" (a venv for the
         # client, a project for the Node package) goes away with it.
         env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-               "TMPDIR": tmp, "HOME": tmp, "PYTHONUNBUFFERED": "1"}
+               "TMPDIR": tmp, "HOME": tmp, "PYTHONUNBUFFERED": "1", **_go_caches()}
         if (Path(bin_dir) / "activate").exists():
             env["VIRTUAL_ENV"] = str(Path(bin_dir).parent)
         try:

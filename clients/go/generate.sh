@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
-# Regenerates the committed Go stubs (decider/v1) from proto/decider/v1/decider.proto with
-# protoc, protoc-gen-go and protoc-gen-go-grpc as Debian bookworm ships them (protobuf-compiler
-# 3.21.12, protoc-gen-go 1.28.1, protoc-gen-go-grpc 1.0 from golang-google-grpc-dev 1.33.3):
-# their versions are written into the files, so another version reads as stale.
-# Usage: bash clients/go/generate.sh [OUTDIR]   (OUTDIR defaults to clients/go)
+# Regenerates the committed Go stubs (decider/v1) from proto/decider/v1/decider.proto: `buf
+# generate` (buf.gen.yaml) with buf, protoc-gen-go and protoc-gen-go-grpc at the versions
+# tools.sh pins, which it installs first if they are missing. The plugins' versions are written
+# into the files, so another version reads as stale (decider/v1/fresh_test.go).
+# Usage: bash clients/go/generate.sh [OUTDIR]   (OUTDIR defaults to clients/go's parent's parent,
+# the repository's root: the files land in OUTDIR/clients/go/decider/v1)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out=${1:-$here}
-module=$(sed -n 's/^module //p' "$here/go.mod")
-mkdir -p "$out"
+out=${1:-$root}
+PATH="$(bash "$here/tools.sh"):$PATH"
 cd "$root"
-protoc -Iproto \
-  --go_out="$out" --go_opt=module="$module" \
-  --go-grpc_out="$out" --go-grpc_opt=module="$module" \
-  proto/decider/v1/decider.proto
+buf generate --template clients/go/buf.gen.yaml --output "$out"

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	deciderv1 "github.com/jobset-decider/jobset-decider/clients/go/decider/v1"
 )
@@ -44,7 +45,7 @@ type Options struct {
 	MaxMessageBytes int
 	// Retry is the retry policy (nil: DefaultRetryPolicy(); &NoRetry: none).
 	Retry *RetryPolicy
-	// DialOptions are passed to grpc.Dial after the client's own (a stats handler, more
+	// DialOptions are passed to grpc.NewClient after the client's own (a stats handler, more
 	// interceptors...).
 	DialOptions []grpc.DialOption
 }
@@ -91,9 +92,11 @@ func Dial(target string, opts Options) (*Client, error) {
 	if creds != nil {
 		dial = append(dial, grpc.WithTransportCredentials(creds))
 	} else {
-		dial = append(dial, grpc.WithInsecure())
+		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
-	conn, err := grpc.Dial(target, append(dial, opts.DialOptions...)...)
+	// grpc.NewClient (gRPC-Go 1.63+, go.mod asks for 1.64) resolves a target without a scheme
+	// with DNS, as dns:///target: every address of a name, balanced round robin.
+	conn, err := grpc.NewClient(target, append(dial, opts.DialOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("decider: %s: %w", target, err)
 	}

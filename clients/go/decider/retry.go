@@ -23,17 +23,19 @@ import (
 // what the server's pushback says, else an exponential backoff with jitter.
 //
 // The client applies it itself, in a unary interceptor, rather than handing it to gRPC:
-//   - gRPC-Go before 1.41 (Debian bookworm has 1.33) ignores a retry policy unless the process
-//     was started with GRPC_GO_RETRY=on: a flood of 160 calls against `decider serve
-//     --max-pending 1` lost 26 to RESOURCE_EXHAUSTED with the policy in the service config;
+//
 //   - an interceptor above gRPC's own retries sees one call however many attempts it took, and
 //     the count of retries is what a caller watches (Client.Retries);
+//
 //   - RESOURCE_EXHAUSTED without a pushback is the decider saying the input is over a limit, which
 //     no retry changes: it is not retried (a service config cannot say so).
 //
+//   - it was first written for gRPC-Go 1.33, which ignores a retry policy unless the process was
+//     started with GRPC_GO_RETRY=on (before 1.41): a flood of 160 calls against `decider serve
+//     --max-pending 1` lost 26 to RESOURCE_EXHAUSTED with the policy in the service config.
+//
 // Handing the document to gRPC instead (grpc.WithDefaultServiceConfig, with Options.Retry set to
-// &NoRetry, or every attempt would be retried again) works on gRPC-Go 1.41 or later, or 1.33
-// with GRPC_GO_RETRY=on, where the pushback is honoured too.
+// &NoRetry, or every attempt would be retried again) works too, the pushback honoured.
 //
 //go:embed retry_service_config.json
 var RetryServiceConfig string
