@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Go programs that make and check this module, each pinned, built from the module proxy with
-# `go install` into a cache directory (no prebuilt binary, no system package): buf (compiles the
-# .proto and runs the plugins: generate.sh), protoc-gen-go and protoc-gen-go-grpc (the stubs in
-# decider/v1, whose headers name these versions) and staticcheck (the lint CI runs). A program
+# `go install` into a cache directory (no prebuilt binary, no system package): protoc-gen-go and
+# protoc-gen-go-grpc (the stubs in decider/v1, whose headers name these versions) and staticcheck
+# (the lint CI runs). buf itself is npm's @bufbuild/buf at .ci/buf-check's version (generate.sh):
+# built from source it cost CI about 9 minutes on a new machine, and it writes no version into
+# the stubs. A program
 # already there, built from its pinned version by the Go in use, is kept. Prints the directory,
 # to put first on PATH:   PATH="$(bash clients/go/tools.sh):$PATH"
 # The directory: $GO_TOOLS_DIR, else ~/.cache/jobset-decider/go-tools ($XDG_CACHE_HOME's).
 set -euo pipefail
 tools=(
-  github.com/bufbuild/buf/cmd/buf@v1.75.0
   google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
   google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
   honnef.co/go/tools/cmd/staticcheck@v0.8.2
