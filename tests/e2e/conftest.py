@@ -86,12 +86,27 @@ def e2e() -> Iterator[E2E]:
         kube.close()
     finally:
         left = cluster.down() if cluster is not None else []
+        refused = rbac_refusals(directory / "logs" / "shim.log")
+        keep = os.environ.get("E2E_LOGS")
+        if keep and (directory / "logs").is_dir():
+            # Every process's log, for reading after the run (CI keeps them on failure).
+            shutil.copytree(directory / "logs", keep, dirs_exist_ok=True)
         shutil.rmtree(directory, ignore_errors=True)
         if directory.exists():
             left.append(f"directory {directory} still exists")
         # Processes, ports and this run's directory (every process's TMPDIR and HOME are in
         # it, so nothing they wrote is anywhere else).
         assert not left, "the e2e run left behind:\n" + "\n".join(left)
+        # The shim runs as deploy/'s ServiceAccount: a request its RBAC refused is a hole in
+        # deploy/, whatever the test that caused it saw.
+        assert not refused, "deploy/'s RBAC refused the shim:\n" + "\n".join(refused[:10])
+
+
+def rbac_refusals(log: Path) -> list[str]:
+    if not log.is_file():
+        return []
+    who = f'User "system:serviceaccount:{product.NAMESPACE}:{product.SHIM_SERVICE_ACCOUNT}" cannot'
+    return [line for line in log.read_text(errors="replace").splitlines() if who in line]
 
 
 @pytest.fixture
