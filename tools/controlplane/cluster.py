@@ -9,6 +9,7 @@ run writes (certificates, kubeconfigs, etcd's data, logs, state.json) stays in i
 from __future__ import annotations
 
 import json
+import shutil
 import ssl
 import time
 import urllib.request
@@ -156,11 +157,24 @@ def up(directory: Path, version: str = versions.DEFAULT_RELEASE, nodes: int = 0,
     if state.processes:
         raise SystemExit(f"controlplane: {directory} already runs a control plane "
                          "(down first)")
-    try:
-        return _start(directory, state, rel, kube, etcd_c, kwok_c, nodes, extra_gates)
-    except BaseException:
-        state.stop_all()
-        raise
+    for attempt in range(3):
+        try:
+            return _start(directory, state, rel, kube, etcd_c, kwok_c, nodes, extra_gates)
+        except BaseException:
+            state.stop_all()
+            # Ports are free when chosen and taken a moment later: another run may have been
+            # given one in between. Then again, on others; anything else is the answer.
+            if attempt == 2 or not _lost_a_port(directory):
+                raise
+            for log in (directory / "logs").glob("*.log"):
+                log.rename(log.with_suffix(f".attempt{attempt}"))
+            shutil.rmtree(directory / "etcd-data", ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def _lost_a_port(directory: Path) -> bool:
+    return any("address already in use" in log.read_text(errors="replace")
+               for log in (directory / "logs").glob("*.log"))
 
 
 def _start(directory: Path, state: State, rel: versions.Release, kube: build.Component,
