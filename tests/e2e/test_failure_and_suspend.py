@@ -57,6 +57,36 @@ def test_exit_code_rule_fails_the_jobset_without_restarting(e2e, ns):
             for j in kube.jobs(ns, "fatal")} == {"0"}
 
 
+def test_a_failed_job_restarts_the_jobset_then_it_completes(e2e, ns):
+    kube = e2e.kube
+    kube.create_jobset(jobset(ns, "again", [replicated_job("w", replicas=2)],
+                              failurePolicy={"maxRestarts": 1}))
+    pods = running(kube, ns, "again", 2)
+    kube.patch(f"/api/v1/namespaces/{ns}/pods/{pods[0]['metadata']['name']}",
+               {"metadata": {"annotations": {EXIT_CODE: "1"}}})
+
+    # The Job fails (backoffLimit 0); every Job of attempt 0 is deleted (foreground: the
+    # garbage collector and the Job controller take its pods first) and attempt 1 is created.
+    def attempts(js):
+        return sorted(j["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt")
+                      for j in js)
+
+    eventually("both Jobs of restart attempt 1", lambda: kube.jobs(ns, "again"),
+               lambda js: attempts(js) == ["1", "1"], show=attempts)
+    js = eventually("status.restarts 1", lambda: kube.jobset(ns, "again"),
+                    lambda j: (j.get("status") or {}).get("restarts") == 1,
+                    show=lambda j: (j.get("status") or {}))
+    assert not has_condition(js, "Failed"), conditions(js)
+    fresh = running(kube, ns, "again", 2)
+    assert not {p["metadata"]["uid"] for p in fresh} & {p["metadata"]["uid"] for p in pods}
+    for pod in fresh:
+        kube.patch(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
+                   {"metadata": {"annotations": {EXIT_CODE: "0"}}})
+    done = eventually("JobSet again Completed", lambda: kube.jobset(ns, "again"),
+                      lambda j: has_condition(j, "Completed"), show=conditions)
+    assert done["status"]["restarts"] == 1
+
+
 def test_suspend_and_resume(e2e, ns):
     kube = e2e.kube
     path = f"{JOBSETS}/namespaces/{ns}/jobsets/paused"
