@@ -199,7 +199,10 @@ class JobSimulator:
 
                 def suspend(j: Obj) -> None:
                     st = j.setdefault("status", {})
-                    st["active"] = 0
+                    # As the real Job controller (seen on 1.37): a suspended Job has no
+                    # startTime (resuming starts the clock again) and no `active` (omitempty).
+                    st.pop("active", None)
+                    st.pop("startTime", None)
                     st["ready"] = 0
                     cs = [c for c in st.get("conditions") or [] if c.get("type") != "Suspended"]
                     cs.append(_condition("Suspended", "JobSuspended", "Job suspended"))
@@ -223,6 +226,8 @@ class JobSimulator:
 
         def run(j: Obj) -> None:
             st = j.setdefault("status", {})
+            if resumed:
+                st["startTime"] = now_rfc3339()
             st.setdefault("startTime", now_rfc3339())
             st["active"] = parallelism
             st["ready"] = want_ready

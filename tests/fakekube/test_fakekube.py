@@ -316,6 +316,28 @@ def test_job_simulator_reports_batch_v1_conditions(kube):
         assert st.active == 0 and st.failed == 1
 
 
+def test_a_suspended_job_loses_its_start_time_and_a_resumed_one_starts_again(kube):
+    # As kube-controller-manager 1.37's Job controller does (tests/e2e saw it): suspension
+    # clears status.startTime and drops `active` (omitempty); resuming sets a new startTime.
+    fake, api = kube
+    b = client.BatchV1Api(api)
+    with JobSimulator(fake.store):
+        b.create_namespaced_job(NS, _job(parallelism=2))
+        first = wait_for(lambda: b.read_namespaced_job_status("j", NS).status.start_time,
+                         what="the Job started")
+        b.patch_namespaced_job("j", NS, {"spec": {"suspend": True}})
+        st = wait_for(lambda: (lambda s: s if any(c.type == "Suspended" and c.status == "True"
+                                                  for c in s.conditions or []) else None)(
+            b.read_namespaced_job_status("j", NS).status), what="the Job suspended")
+        assert st.start_time is None and st.active is None and st.ready == 0
+        raw = fake.store.try_get(fake.store.resources["batch/v1/jobs"], NS, "j")
+        assert "active" not in raw["status"] and "startTime" not in raw["status"]
+        b.patch_namespaced_job("j", NS, {"spec": {"suspend": False}})
+        resumed = wait_for(lambda: b.read_namespaced_job_status("j", NS).status.start_time,
+                           what="the Job resumed")
+        assert resumed >= first
+
+
 def test_a_throttling_fault_answers_429_with_retry_after_then_serves(kube):
     fake, api = kube
     fault = fake.add_fault("POST", "/jobs$", code=429, count=1, retry_after=7)
