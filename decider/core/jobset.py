@@ -262,4 +262,7 @@ def _validate_status(status: dict[str, Any]) -> None:
             acc.as_int(rjs.get(key), f"{rpath}.{key}")
         for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
             for j, v in enumerate(acc.as_list(rjs.get(key), f"{rpath}.{key}")):
+                # An entry of an int32 list is no optional field: null is not a count.
+                if v is None:
+                    raise InvalidInput.at(f"{rpath}.{key}[{j}]", "must be an integer, got null")
                 acc.as_int(v, f"{rpath}.{key}[{j}]")

@@ -26,6 +26,7 @@ import yaml
 
 from decider.contract.convert import decide_request
 from decider.core import constants as c
+from decider.core.errors import InvalidInput
 from decider.core.model import ObservedPod
 from decider_client import observe
 from support.builders import NOW, condition, job, jobset, kinds, rjob, rjs, run, service, types
@@ -208,3 +209,15 @@ def test_the_cli_counts_only_the_labelled_pods_and_says_so(tmp_path: Any, capsys
     assert not any(cd["type"] == "Failed" for cd in plan["status"].get("conditions", []))
     assert any("notebook-0, other-0" in s and "jobset.sigs.k8s.io/jobset-name=trainer" in s
                for s in plan["explanation"]), plan["explanation"]
+
+
+@pytest.mark.parametrize("key", ["jobRestarts", "jobRestartsCountTowardsMax"])
+def test_a_null_in_a_counter_list_is_refused_naming_it(key: str) -> None:
+    """A count below zero is stored; a null entry is no count (hypothesis found it once the
+    minimum was gone: INTERNAL writing the status)."""
+    stored = [{"name": "w", "ready": 0, "succeeded": 0, "failed": 0, "active": 0,
+               "suspended": 0, key: [0, None]}]
+    js = jobset(rjob("w", 2), status={"replicatedJobsStatus": stored})
+    with pytest.raises(InvalidInput) as err:
+        run(js, [], objects=[service()], gates={c.GATE_RESTART_JOB: True})
+    assert [e.field for e in err.value.errors] == [f"status.replicatedJobsStatus[0].{key}[1]"]
