@@ -38,146 +38,206 @@ _INT64 = (-(2**63), 2**63 - 1)
 _KINDS = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
           int: "an integer"}
 
+# Every request's objects go through here (ten thousand Jobs in one): a field's path is
+# spelled out only when the field is wrong, and types are compared exactly (JSON decodes to
+# dict, list, str, int, float, bool, None; JSON true is not the integer 1, as to Go).
 
-def _got(value: Any) -> str:
-    return type(value).__name__
+
+def _at(path: str, key: str | int) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
 
 
-def _want(value: Any, path: str, kind: type) -> None:
-    # JSON true is not the integer 1 here, as it is not to Go's decoder.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ObservationError(path, f"must be {_KINDS[kind]}, got {_got(value)}")
+def _wrong(path: str, kind: type, value: Any) -> ObservationError:
+    got = "null" if value is None else type(value).__name__
+    return ObservationError(path, f"must be {_KINDS[kind]}, got {got}")
 
 
 def _int(value: Any, path: str, bounds: tuple[int, int] = _INT32) -> None:
     if value is None:
         return
-    _want(value, path, int)
+    if type(value) is not int:
+        raise _wrong(path, int, value)
     if not bounds[0] <= value <= bounds[1]:
         bits = 32 if bounds == _INT32 else 64
         raise ObservationError(path, f"must be a {bits}-bit integer (from {bounds[0]} to "
-                                    f"{bounds[1]}), got {value}")
+                                     f"{bounds[1]}), got {value}")
 
 
 def _str(value: Any, path: str) -> None:
-    if value is not None:
-        _want(value, path, str)
-
-
-def _bool(value: Any, path: str) -> None:
-    if value is not None:
-        _want(value, path, bool)
+    if value is not None and type(value) is not str:
+        raise _wrong(path, str, value)
 
 
 def _map(value: Any, path: str) -> dict[str, Any]:
     if value is None:
         return {}
-    _want(value, path, dict)
+    if type(value) is not dict:
+        raise _wrong(path, dict, value)
     return value
 
 
 def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
-    _want(value, path, list)
+    if type(value) is not list:
+        raise _wrong(path, list, value)
     return value
 
 
-def _str_map(value: Any, path: str) -> None:
-    for key, item in _map(value, path).items():
-        # A null value in a map[string]string decodes to "" in Go; only other types are wrong.
-        if item is not None and not isinstance(item, str):
-            raise ObservationError(f"{path}[{key}]", f"must be a string, got {_got(item)}")
-
-
-def _entries(value: Any, path: str) -> list[tuple[dict[str, Any], str]]:
-    """The objects of a list of objects, each with its path; a null entry is not an object."""
-    out = []
-    for i, item in enumerate(_list(value, path)):
-        where = f"{path}[{i}]"
-        if item is None:
-            raise ObservationError(where, "must be an object, got null")
-        out.append((_map(item, where), where))
-    return out
-
-
-def _fields(obj: dict[str, Any], path: str, check: Callable[[Any, str], None],
-            *keys: str) -> None:
+def _strs(obj: dict[str, Any], path: str, keys: tuple[str, ...]) -> None:
     for key in keys:
-        check(obj.get(key), f"{path}.{key}")
+        value = obj.get(key)
+        if value is not None and type(value) is not str:
+            raise _wrong(_at(path, key), str, value)
+
+
+def _ints(obj: dict[str, Any], path: str, keys: tuple[str, ...],
+          bounds: tuple[int, int] = _INT32) -> None:
+    for key in keys:
+        value = obj.get(key)
+        if value is not None and (type(value) is not int or
+                                  not bounds[0] <= value <= bounds[1]):
+            _int(value, _at(path, key), bounds)
+
+
+def _bools(obj: dict[str, Any], path: str, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        value = obj.get(key)
+        if value is not None and type(value) is not bool:
+            raise _wrong(_at(path, key), bool, value)
+
+
+def _child(obj: dict[str, Any], path: str, key: str) -> dict[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise _wrong(_at(path, key), dict, value)
+    return value
+
+
+def _str_map(obj: dict[str, Any], path: str, key: str) -> None:
+    for name, item in _child(obj, path, key).items():
+        # Null too: no protobuf map holds it (Go would decode it as "").
+        if type(item) is not str:
+            raise _wrong(f"{_at(path, key)}[{name}]", str, item)
+
+
+def _entries(obj: dict[str, Any], path: str, key: str) -> list[dict[str, Any]]:
+    """The objects of the list obj[key]; a null entry is not an object either."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise _wrong(_at(path, key), list, value)
+    for i, item in enumerate(value):
+        if type(item) is not dict:
+            raise _wrong(f"{_at(path, key)}[{i}]", dict, item)
+    return value
+
+
+def _each(obj: dict[str, Any], path: str, key: str,
+          check: Callable[[dict[str, Any], str], None]) -> None:
+    """check(entry, its path) for each object of the list obj[key]."""
+    for i, item in enumerate(_entries(obj, path, key)):
+        check(item, f"{_at(path, key)}[{i}]")
 
 
 # --- metadata and conditions: every kind --------------------------------------------------------
 
-def _metadata(meta: dict[str, Any], path: str) -> None:
-    """ObjectMeta: the fields any reader of the decider (or of the client) looks at."""
-    _fields(meta, path, _str, "name", "generateName", "namespace", "uid", "resourceVersion",
-            "creationTimestamp", "deletionTimestamp")
-    _fields(meta, path, lambda v, p: _int(v, p, _INT64), "generation",
-            "deletionGracePeriodSeconds")
-    _str_map(meta.get("labels"), f"{path}.labels")
-    _str_map(meta.get("annotations"), f"{path}.annotations")
-    for ref, where in _entries(meta.get("ownerReferences"), f"{path}.ownerReferences"):
-        _fields(ref, where, _str, "apiVersion", "kind", "name", "uid")
-        _fields(ref, where, _bool, "controller", "blockOwnerDeletion")
-    for i, finalizer in enumerate(_list(meta.get("finalizers"), f"{path}.finalizers")):
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion",
+                 "creationTimestamp", "deletionTimestamp")
+_REF_STRINGS = ("apiVersion", "kind", "name", "uid")
+_COND_STRINGS = ("type", "status", "reason", "message", "lastTransitionTime", "lastProbeTime",
+                 "lastUpdateTime")
+
+
+def _owner_reference(ref: dict[str, Any], path: str) -> None:
+    _strs(ref, path, _REF_STRINGS)
+    _bools(ref, path, ("controller", "blockOwnerDeletion"))
+
+
+def _metadata(obj: dict[str, Any], path: str) -> None:
+    """ObjectMeta (obj["metadata"]): the fields any reader of the decider or client looks at."""
+    meta = _child(obj, path, "metadata")
+    path = _at(path, "metadata")
+    _strs(meta, path, _META_STRINGS)
+    _ints(meta, path, ("generation", "deletionGracePeriodSeconds"), _INT64)
+    _str_map(meta, path, "labels")
+    _str_map(meta, path, "annotations")
+    _each(meta, path, "ownerReferences", _owner_reference)
+    finalizers = _list(meta.get("finalizers"), _at(path, "finalizers"))
+    for i, finalizer in enumerate(finalizers):
         _str(finalizer, f"{path}.finalizers[{i}]")
 
 
-def _conditions(status: dict[str, Any], path: str) -> None:
-    """metav1.Condition and the conditions of the built-in kinds: strings throughout."""
-    for cond, where in _entries(status.get("conditions"), f"{path}.conditions"):
-        _fields(cond, where, _str, "type", "status", "reason", "message",
-                "lastTransitionTime", "lastProbeTime", "lastUpdateTime")
-        _int(cond.get("observedGeneration"), f"{where}.observedGeneration", _INT64)
+def _condition(cond: dict[str, Any], path: str) -> None:
+    _strs(cond, path, _COND_STRINGS)
+    _ints(cond, path, ("observedGeneration",), _INT64)
 
 
 # --- what the core reads of each kind -------------------------------------------------------------
 
+def _toleration(tol: dict[str, Any], path: str) -> None:
+    _strs(tol, path, ("key", "operator", "value", "effect"))
+    # int64 in the Kubernetes API.
+    _ints(tol, path, ("tolerationSeconds",), _INT64)
+
+
+def _gate(gate: dict[str, Any], path: str) -> None:
+    _strs(gate, path, ("name",))
+
+
 def _pod_template(template: dict[str, Any], path: str) -> None:
     """A Job's pod template: what the summarizer keeps of it (summarize._pod_template) and the
     containers a resume rewrites."""
-    _metadata(_map(template.get("metadata"), f"{path}.metadata"), f"{path}.metadata")
-    spec = _map(template.get("spec"), f"{path}.spec")
-    _str_map(spec.get("nodeSelector"), f"{path}.spec.nodeSelector")
-    for tol, where in _entries(spec.get("tolerations"), f"{path}.spec.tolerations"):
-        _fields(tol, where, _str, "key", "operator", "value", "effect")
-        # int64 in the Kubernetes API.
-        _int(tol.get("tolerationSeconds"), f"{where}.tolerationSeconds", _INT64)
-    for gate, where in _entries(spec.get("schedulingGates"), f"{path}.spec.schedulingGates"):
-        _str(gate.get("name"), f"{where}.name")
-    group = _map(spec.get("schedulingGroup"), f"{path}.spec.schedulingGroup")
-    _str(group.get("podGroupName"), f"{path}.spec.schedulingGroup.podGroupName")
-    for key in ("containers", "initContainers"):
-        _entries(spec.get(key), f"{path}.spec.{key}")
+    _metadata(template, path)
+    spec = _child(template, path, "spec")
+    path = _at(path, "spec")
+    _str_map(spec, path, "nodeSelector")
+    _each(spec, path, "tolerations", _toleration)
+    _each(spec, path, "schedulingGates", _gate)
+    _strs(_child(spec, path, "schedulingGroup"), _at(path, "schedulingGroup"),
+          ("podGroupName",))
+    _entries(spec, path, "containers")
+    _entries(spec, path, "initContainers")
 
 
 def _job(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
-    _bool(spec.get("suspend"), f"{path}.spec.suspend")
-    _fields(spec, f"{path}.spec", _int, "parallelism", "completions", "backoffLimit")
-    _pod_template(_map(spec.get("template"), f"{path}.spec.template"), f"{path}.spec.template")
-    _fields(status, f"{path}.status", _int, "active", "ready", "succeeded", "failed",
-            "terminating")
-    _fields(status, f"{path}.status", _str, "startTime", "completionTime")
+    spath = _at(path, "spec")
+    _bools(spec, spath, ("suspend",))
+    _ints(spec, spath, ("parallelism", "completions", "backoffLimit"))
+    _pod_template(_child(spec, spath, "template"), _at(spath, "template"))
+    stpath = _at(path, "status")
+    _ints(status, stpath, ("active", "ready", "succeeded", "failed", "terminating"))
+    _strs(status, stpath, ("startTime", "completionTime"))
+
+
+def _container_status(cs: dict[str, Any], path: str) -> None:
+    _strs(cs, path, ("name",))
+    _ints(cs, path, ("restartCount",))
 
 
 def _pod(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
-    _str(status.get("phase"), f"{path}.status.phase")
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for cs, where in _entries(status.get(key), f"{path}.status.{key}"):
-            _str(cs.get("name"), f"{where}.name")
-            _int(cs.get("restartCount"), f"{where}.restartCount")
+    stpath = _at(path, "status")
+    _strs(status, stpath, ("phase",))
+    _each(status, stpath, "initContainerStatuses", _container_status)
+    _each(status, stpath, "containerStatuses", _container_status)
+
+
+def _port(port: dict[str, Any], path: str) -> None:
+    _strs(port, path, ("name", "protocol", "appProtocol"))
+    _ints(port, path, ("port", "nodePort"))
+    target = port.get("targetPort")
+    if target is not None and type(target) is not str:
+        # IntOrString: an integer or a string, nothing else.
+        _int(target, _at(path, "targetPort"))
 
 
 def _service(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
-    _fields(spec, f"{path}.spec", _str, "clusterIP", "type")
-    for port, where in _entries(spec.get("ports"), f"{path}.spec.ports"):
-        _fields(port, where, _str, "name", "protocol", "appProtocol")
-        _fields(port, where, _int, "port", "nodePort")
-        target = port.get("targetPort")
-        if target is not None and not isinstance(target, str):
-            # IntOrString: an integer or a string, nothing else.
-            _int(target, f"{where}.targetPort")
+    spath = _at(path, "spec")
+    _strs(spec, spath, ("clusterIP", "type"))
+    _each(spec, spath, "ports", _port)
 
 
 def _gang(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
@@ -186,20 +246,24 @@ def _gang(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
     compares their spec with its own, where a value of another type is drift, not an error."""
 
 
+def _replicated_job_status(entry: dict[str, Any], path: str) -> None:
+    _strs(entry, path, ("name",))
+    _ints(entry, path, ("ready", "succeeded", "failed", "active", "suspended"))
+    for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
+        for j, value in enumerate(_list(entry.get(key), _at(path, key))):
+            if type(value) is not int:
+                raise _wrong(f"{path}.{key}[{j}]", int, value)
+            _int(value, f"{path}.{key}[{j}]")
+
+
 def _jobset(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
     """A stored JobSet (Validate's old object): the status the admission rules read. Counters
     are int32s of any sign: the CRD sets no minimum on them (docs/decisions.md)."""
-    where = f"{path}.status"
-    _fields(status, where, _int, "restarts", "restartsCountTowardsMax",
-            "previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt")
-    _fields(status, where, _str, "terminalState", "startTime")
-    for rjs, rpath in _entries(status.get("replicatedJobsStatus"),
-                               f"{where}.replicatedJobsStatus"):
-        _str(rjs.get("name"), f"{rpath}.name")
-        _fields(rjs, rpath, _int, "ready", "succeeded", "failed", "active", "suspended")
-        for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
-            for j, value in enumerate(_list(rjs.get(key), f"{rpath}.{key}")):
-                _int(value, f"{rpath}.{key}[{j}]")
+    stpath = _at(path, "status")
+    _ints(status, stpath, ("restarts", "restartsCountTowardsMax",
+                           "previousInPlaceRestartAttempt", "currentInPlaceRestartAttempt"))
+    _strs(status, stpath, ("terminalState", "startTime"))
+    _each(status, stpath, "replicatedJobsStatus", _replicated_job_status)
 
 
 _BY_KIND: dict[str, Callable[[dict[str, Any], dict[str, Any], str], None]] = {
@@ -219,12 +283,13 @@ def check_observed(obj: Any, path: str, kind: str = "") -> dict[str, Any]:
             return check_observed(obj, ".", kind)
         except ObservationError as exc:
             raise ObservationError(exc.field.lstrip("."), exc.message) from None
-    _want(obj, path, dict)
-    _fields(obj, path, _str, "apiVersion", "kind")
-    _metadata(_map(obj.get("metadata"), f"{path}.metadata"), f"{path}.metadata")
-    spec = _map(obj.get("spec"), f"{path}.spec")
-    status = _map(obj.get("status"), f"{path}.status")
-    _conditions(status, f"{path}.status")
+    if type(obj) is not dict:
+        raise _wrong(path, dict, obj)
+    _strs(obj, path, ("apiVersion", "kind"))
+    _metadata(obj, path)
+    spec = _child(obj, path, "spec")
+    status = _child(obj, path, "status")
+    _each(status, _at(path, "status"), "conditions", _condition)
     reader = _BY_KIND.get(obj.get("kind") or kind)
     if reader is not None:
         reader(spec, status, path)

@@ -34,9 +34,8 @@ def _conditions(value: list[dict[str, Any]] | None) -> list[pb.Condition]:
         ("last_transition_time", "lastTransitionTime"))}) for cond in value or []]
 
 
-def _str_map(value: dict[str, Any] | None) -> dict[str, str]:
-    # A null value of a map[string]string is "" to Go's decoder.
-    return {k: v or "" for k, v in (value or {}).items()}
+def _str_map(value: dict[str, str] | None) -> dict[str, str]:
+    return value or {}
 
 
 def _pod_template(template: dict[str, Any]) -> pb.PodTemplateSummary:
