@@ -39,8 +39,12 @@ _KINDS = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
           int: "an integer"}
 
 # Every request's objects go through here (ten thousand Jobs in one): a field's path is
-# spelled out only when the field is wrong, and types are compared exactly (JSON decodes to
-# dict, list, str, int, float, bool, None; JSON true is not the integer 1, as to Go).
+# spelled out only when the field is wrong. JSON true is not the integer 1 here, as to Go; a
+# mapping of a dict's own kind (an informer's cache may hand one) is an object.
+
+
+def _not_int(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int)
 
 
 def _at(path: str, key: str | int) -> str:
@@ -55,7 +59,7 @@ def _wrong(path: str, kind: type, value: Any) -> ObservationError:
 def _int(value: Any, path: str, bounds: tuple[int, int] = _INT32) -> None:
     if value is None:
         return
-    if type(value) is not int:
+    if _not_int(value):
         raise _wrong(path, int, value)
     if not bounds[0] <= value <= bounds[1]:
         bits = 32 if bounds == _INT32 else 64
@@ -64,14 +68,14 @@ def _int(value: Any, path: str, bounds: tuple[int, int] = _INT32) -> None:
 
 
 def _str(value: Any, path: str) -> None:
-    if value is not None and type(value) is not str:
+    if value is not None and not isinstance(value, str):
         raise _wrong(path, str, value)
 
 
 def _map(value: Any, path: str) -> dict[str, Any]:
     if value is None:
         return {}
-    if type(value) is not dict:
+    if not isinstance(value, dict):
         raise _wrong(path, dict, value)
     return value
 
@@ -79,7 +83,7 @@ def _map(value: Any, path: str) -> dict[str, Any]:
 def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
-    if type(value) is not list:
+    if not isinstance(value, list):
         raise _wrong(path, list, value)
     return value
 
@@ -87,7 +91,7 @@ def _list(value: Any, path: str) -> list[Any]:
 def _strs(obj: dict[str, Any], path: str, keys: tuple[str, ...]) -> None:
     for key in keys:
         value = obj.get(key)
-        if value is not None and type(value) is not str:
+        if value is not None and not isinstance(value, str):
             raise _wrong(_at(path, key), str, value)
 
 
@@ -95,7 +99,7 @@ def _ints(obj: dict[str, Any], path: str, keys: tuple[str, ...],
           bounds: tuple[int, int] = _INT32) -> None:
     for key in keys:
         value = obj.get(key)
-        if value is not None and (type(value) is not int or
+        if value is not None and (_not_int(value) or
                                   not bounds[0] <= value <= bounds[1]):
             _int(value, _at(path, key), bounds)
 
@@ -103,7 +107,7 @@ def _ints(obj: dict[str, Any], path: str, keys: tuple[str, ...],
 def _bools(obj: dict[str, Any], path: str, keys: tuple[str, ...]) -> None:
     for key in keys:
         value = obj.get(key)
-        if value is not None and type(value) is not bool:
+        if value is not None and not isinstance(value, bool):
             raise _wrong(_at(path, key), bool, value)
 
 
@@ -111,7 +115,7 @@ def _child(obj: dict[str, Any], path: str, key: str) -> dict[str, Any]:
     value = obj.get(key)
     if value is None:
         return {}
-    if type(value) is not dict:
+    if not isinstance(value, dict):
         raise _wrong(_at(path, key), dict, value)
     return value
 
@@ -119,7 +123,7 @@ def _child(obj: dict[str, Any], path: str, key: str) -> dict[str, Any]:
 def _str_map(obj: dict[str, Any], path: str, key: str) -> None:
     for name, item in _child(obj, path, key).items():
         # Null too: no protobuf map holds it (Go would decode it as "").
-        if type(item) is not str:
+        if not isinstance(item, str):
             raise _wrong(f"{_at(path, key)}[{name}]", str, item)
 
 
@@ -128,10 +132,10 @@ def _entries(obj: dict[str, Any], path: str, key: str) -> list[dict[str, Any]]:
     value = obj.get(key)
     if value is None:
         return []
-    if type(value) is not list:
+    if not isinstance(value, list):
         raise _wrong(_at(path, key), list, value)
     for i, item in enumerate(value):
-        if type(item) is not dict:
+        if not isinstance(item, dict):
             raise _wrong(f"{_at(path, key)}[{i}]", dict, item)
     return value
 
@@ -229,7 +233,7 @@ def _port(port: dict[str, Any], path: str) -> None:
     _strs(port, path, ("name", "protocol", "appProtocol"))
     _ints(port, path, ("port", "nodePort"))
     target = port.get("targetPort")
-    if target is not None and type(target) is not str:
+    if target is not None and not isinstance(target, str):
         # IntOrString: an integer or a string, nothing else.
         _int(target, _at(path, "targetPort"))
 
@@ -251,7 +255,7 @@ def _replicated_job_status(entry: dict[str, Any], path: str) -> None:
     _ints(entry, path, ("ready", "succeeded", "failed", "active", "suspended"))
     for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
         for j, value in enumerate(_list(entry.get(key), _at(path, key))):
-            if type(value) is not int:
+            if _not_int(value):
                 raise _wrong(f"{path}.{key}[{j}]", int, value)
             _int(value, f"{path}.{key}[{j}]")
 
@@ -283,7 +287,7 @@ def check_observed(obj: Any, path: str, kind: str = "") -> dict[str, Any]:
             return check_observed(obj, ".", kind)
         except ObservationError as exc:
             raise ObservationError(exc.field.lstrip("."), exc.message) from None
-    if type(obj) is not dict:
+    if not isinstance(obj, dict):
         raise _wrong(path, dict, obj)
     _strs(obj, path, ("apiVersion", "kind"))
     _metadata(obj, path)
