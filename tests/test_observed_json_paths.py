@@ -24,6 +24,7 @@ from decider.service.server import BackgroundServer
 from decider_api.v1 import decider_pb2 as pb
 from decider_api.v1 import decider_pb2_grpc as pb_grpc
 from decider_client import observe
+from decider_client.errors import ObservationError
 from support.builders import NOW, UID, jobset, rjob
 
 Obj = dict[str, Any]
@@ -179,20 +180,25 @@ def test_a_name_sent_whole_that_repeats_a_typed_one_is_named_as_sent() -> None:
     assert _field(_error(req)) == "observed_json[1].metadata.name"
 
 
-def _pod(attempt: str) -> Obj:
+def _pod(attempt: Any) -> Obj:
+    """A pod of the JobSet (labelled with its name, as upstream lists a JobSet's pods)."""
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "js-workers-0-0-abc",
+                         "labels": {"jobset.sigs.k8s.io/jobset-name": "js"},
                          "annotations": {c.IN_PLACE_RESTART_ATTEMPT: attempt}},
             "status": {"phase": "Running"}}
 
 
 def test_a_pod_sent_whole_is_named_by_its_json_path() -> None:
-    objs = [copy.deepcopy(SERVICE), child("workers", 0), _pod("0"), _pod("x")]
+    """An annotation that is no string is refused where the object was sent (an annotation
+    Atoi refuses is upstream's reconcile error, not the request's: test_stored_state.py)."""
+    objs = [copy.deepcopy(SERVICE), child("workers", 0), _pod("0"), _pod(7)]
     gates = {c.GATE_IN_PLACE_RESTART: True}
     raw = _error(observe.build_raw_decide_request(IN_PLACE_JS, objs, NOW, feature_gates=gates))
     assert _field(raw) == f"observed_json[3].metadata.annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"
-    typed = _error(observe.build_decide_request(IN_PLACE_JS, objs, NOW, feature_gates=gates))
-    assert _field(typed) == f"pods[1].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"
+    with pytest.raises(ObservationError) as typed:
+        observe.build_decide_request(IN_PLACE_JS, objs, NOW, feature_gates=gates)
+    assert typed.value.field == f"pods[1].metadata.annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"
 
 
 @pytest.mark.parametrize("typed,whole", [

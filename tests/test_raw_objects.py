@@ -59,7 +59,10 @@ def child(rjob_name: str, index: int, *, failed: str = "", attempt: int = 1) -> 
 
 SERVICE = {"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "js", "namespace": "default", "uid": "uid-svc"}}
-POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "js-workers-0-0-abc"},
+# Labelled with the JobSet's name: a request carries only the JobSet's pods (summarize.pod_of).
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "js-workers-0-0-abc",
+                    "labels": {"jobset.sigs.k8s.io/jobset-name": "js"}},
        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 2}]}}
 
 

@@ -2,8 +2,11 @@
 mutated where today's surface is: spec.scheduling (every block shape, wrong types, huge counts,
 deep nesting, many entries and targets), activeDeadlineSeconds, container ports and resources,
 status.startTime / executionAttempts / conditions, observed Workloads, PodGroups and
-CompositePodGroups, Services, suspended Jobs' containers, bad UTF-8, `now` out of range,
-expiring client deadlines, and every combination of feature gates.
+CompositePodGroups, Services, suspended Jobs' containers, wrong JSON types at every metadata,
+spec and status field the decider reads of an observed object on every road it takes (typed
+`objects`, `observed_json`, Validate's old and new objects, PlanGang's objects, the webhook's
+object and oldObject), bad UTF-8, `now` out of range, expiring client deadlines, and every
+combination of feature gates.
 
 The server runs with --decision-log, --metrics-port and traces on (OTLP to a closed port), so
 the telemetry and decision-log paths see every request too. What the project promises of bad
@@ -28,6 +31,7 @@ Usage:
 #   blocks    the surface of today's features as spec blocks (scheduling, ports, resources, status)
 #   seeds     real JobSets and what a cluster shows of them, settled by the decider itself
 #   mutate    mutations of a JobSet and of what is observed of it
+#   wrong_types  a wrong JSON type at a field the decider reads of an observed object
 #   case      what one fuzz call is (RPC, bytes, deadline) and the RPCs there are
 #   generate  requests for every RPC and the webhook, built from seeds and mutations
 #   server    the `decider serve` process under test and its log

@@ -30,6 +30,11 @@ from .mutate import (
 )
 from .seeds import Seed
 from .values import BAD_UTF8, GATES, MARK, NOW, PSTRINGS, TIMES, hostile
+from .wrong_types import wrong_type
+
+# How often an observed object (and a stored JobSet) gets a wrong JSON type at a field the
+# decider reads (wrong_types.py): the roads of issue 27, each taken often.
+WRONG_TYPE_RATE = 0.3
 
 # Client deadlines that expire mid-call, now and then: the server must drop the call cleanly.
 TINY_TIMEOUTS = (0.0005, 0.002, 0.01, 0.05, 0.3)
@@ -102,16 +107,40 @@ def _now(req: pb.DecideRequest, rng: random.Random) -> None:
     # else: no `now` at all
 
 
+def hand_written(obj: Any) -> pb.ObservedObject:
+    """A typed entry as a client in another language writes it: the summary's fields from
+    what looks right, the object as it is (the Python client would refuse a wrong type)."""
+    def text(value: Any) -> str:
+        if not isinstance(value, str) or MARK in value:
+            return ""
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # a lone surrogate: no protobuf string holds it
+            return ""
+        return value
+
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return pb.ObservedObject(api_version=text(obj.get("apiVersion")) if isinstance(obj, dict)
+                             else "", kind=text(obj.get("kind")) if isinstance(obj, dict)
+                             else "", name=text(meta.get("name")) or "n",
+                             uid=text(meta.get("uid")), object_json=json.dumps(obj))
+
+
 def _typed_objects(req: pb.DecideRequest, observed: list[dict[str, Any]],
                    rng: random.Random) -> bool:
-    """Observed objects as typed summaries (as the Python client sends them), or False when one
-    cannot be summarized: then the request sends them whole."""
+    """Observed objects as typed summaries (as the Python client sends them), or False when a
+    Job cannot be summarized: then the request sends them whole. Another object the client
+    refuses goes as a hand-written entry, as G1 and G3 of ../shared/repro did."""
     try:
         for i, obj in enumerate(observed):
             if obj.get("kind") == "Job":
                 req.jobs.append(job_summary(obj, f"jobs[{i}]", containers=True))
             else:
-                req.objects.append(object_summary(obj, f"objects[{i}]"))
+                try:
+                    req.objects.append(object_summary(obj, f"objects[{i}]"))
+                except Exception:  # noqa: BLE001 - refused by the client: written by hand
+                    req.objects.append(hand_written(obj))
     except Exception:  # noqa: BLE001 - the client refuses it; send it whole instead
         del req.jobs[:]
         del req.objects[:]
@@ -148,6 +177,12 @@ def decide_request(seed: Seed, rng: random.Random) -> tuple[pb.DecideRequest, di
             tolerant(mutate_observed, observed, rng, js)
         else:
             tolerant(mutate_anywhere, js, rng)
+    if observed and rng.random() < WRONG_TYPE_RATE:
+        # Not a Job half the time: the Jobs are many, the objects read whole are few.
+        others = [o for o in observed if o.get("kind") != "Job"]
+        wrong_type(rng.choice(others if others and rng.random() < 0.5 else observed), rng)
+    if rng.random() < WRONG_TYPE_RATE / 3:
+        wrong_type(js, rng)
     gates = random_gates(rng, seed.gates)
     # Text tricks (duplicate keys, NaN, ...) in at most one document of a request, so that
     # most requests get past the parser to the decision.
@@ -206,11 +241,17 @@ def make_case(seeds: list[Seed], rng: random.Random) -> Case:
             tolerant(mutate_anywhere, js, rng)
     gates = random_gates(rng, seed.gates)
     if method == "Validate":
+        jobs = [o for o in seed.observed if o.get("kind") == "Job"]
+        if jobs and rng.random() < 0.2:
+            return _validate_job(copy.deepcopy(rng.choice(jobs)), rng, timeout, seed.name,
+                                 gates)
         req = pb.ValidateRequest(object_json=_dumps_hostile(js, rng))
         if seed.old is not None or rng.random() < 0.4:
             old = copy.deepcopy(seed.old or seed.jobset)
             if rng.random() < 0.4:
                 tolerant(mutate_jobset, old, rng)
+            if rng.random() < WRONG_TYPE_RATE:
+                wrong_type(old, rng)
             req.old_object_json = _dumps_hostile(old, rng)
         req.options.feature_gates.update(gates)
         for obj in seed.observed[:3] if rng.random() < 0.2 else ():
@@ -227,11 +268,13 @@ def make_case(seeds: list[Seed], rng: random.Random) -> Case:
                                   ("Job", "Service")])
         if observed and rng.random() < 0.5:
             tolerant(mutate_observed, observed, rng, js)
+        if observed and rng.random() < WRONG_TYPE_RATE:
+            wrong_type(rng.choice(observed), rng)
         for i, obj in enumerate(observed):
             try:
                 summary = object_summary(obj, f"objects[{i}]")
-            except Exception:  # noqa: BLE001
-                continue
+            except Exception:  # noqa: BLE001 - the client refuses it: written by hand
+                summary = hand_written(obj)
             summary.object_json = _dumps_hostile(obj, rng)
             req.objects.append(summary)
         return Case(method, _swap_marks(req.SerializeToString(), rng), timeout, seed.name, gates)
@@ -253,10 +296,29 @@ def make_case(seeds: list[Seed], rng: random.Random) -> Case:
                     "namespace": "default", "object": js}}
     if operation == "UPDATE":
         review["request"]["oldObject"] = copy.deepcopy(seed.old or seed.jobset)
+        if rng.random() < WRONG_TYPE_RATE:
+            wrong_type(review["request"]["oldObject"], rng)
+    if rng.random() < WRONG_TYPE_RATE / 3:
+        wrong_type(js, rng)
     if rng.random() < 0.1:
         tolerant(mutate_anywhere, review, rng)
     body = _raw(_dumps_hostile(review, rng), rng)
     return Case(method, body, timeout, seed.name, {})
+
+
+def _validate_job(job: dict[str, Any], rng: random.Random, timeout: float, note: str,
+                  gates: dict[str, bool]) -> Case:
+    """Validate of a batch/v1 Job (the gang rules), its new or old object given a wrong type
+    at a field the decider reads."""
+    old = copy.deepcopy(job)
+    wrong_type(rng.choice((job, old)), rng)
+    req = pb.ValidateRequest(object_json=_dumps_hostile(job, rng))
+    if rng.random() < 0.7:
+        req.old_object_json = _dumps_hostile(old, rng)
+    req.options.feature_gates.update(gates)
+    req.options.gang_api_version = rng.choice(("", "scheduling.k8s.io/v1alpha2",
+                                               "scheduling.k8s.io/v1alpha1"))
+    return Case("Validate", _swap_marks(req.SerializeToString(), rng), timeout, note, gates)
 
 
 def case_stream(seeds: list[Seed], rng: random.Random) -> Iterator[Case]:

@@ -15,6 +15,7 @@ from decider.cli.common import (
     parse_now,
 )
 from decider.cli.files import add_file_flags, read_objects
+from decider_api import summarize
 from decider_client import observe, render, table
 from decider_client.documents import group_by_jobset, jobset_key
 
@@ -45,6 +46,11 @@ def cmd_decide(args: argparse.Namespace) -> int:
         except UsageError as exc:
             raise UsageError(f"{key}: {exc}" if len(groups) > 1 else str(exc)) from None
         plans[key] = render.plan_to_dict(response)
+        # Pods that build_decide_request left out, as upstream lists none of them.
+        left_out = [str((o.get("metadata") or {}).get("name") or "") for o in owned
+                    if o.get("kind") == "Pod" and not summarize.pod_of(o, jobset)]
+        if left_out:
+            plans[key]["explanation"].append(summarize.unlisted_pods_sentence(left_out, jobset))
     # One JobSet: its plan, as always. Several: every plan, keyed by namespace/name.
     if args.output is None:
         sys.stdout.write(table.plan(next(iter(plans.values()))) if len(plans) == 1

@@ -34,7 +34,7 @@ from decider.core.model import (
     Plan,
 )
 from decider.version import VERSION
-from decider_api import summarize
+from decider_api import observed_shape, summarize
 from decider_api.names import ACTION_TYPES
 from decider_api.v1 import decider_pb2 as pb
 
@@ -42,6 +42,17 @@ from decider_api.v1 import decider_pb2 as pb
 def parse_json(text: str, field: str, lim: Limits = limits.DEFAULT, *,
                in_field_paths: bool = False) -> Any:
     return json_input.load(text, field, lim.max_json_depth, in_field_paths=in_field_paths)
+
+
+def observed(obj: Any, field: str, kind: str = "") -> dict[str, Any]:
+    """`obj`, the request's field `field`, through the one check of every observed object
+    (decider_api/observed_shape.py: the types of its metadata and of what the decider reads
+    of its spec and status); InvalidInput naming the first field of a wrong type. kind: the
+    kind a typed entry declares. An empty `field` names the fields by their paths alone."""
+    try:
+        return observed_shape.check_observed(obj, field, kind)
+    except observed_shape.ObservationError as exc:
+        raise InvalidInput.at(exc.field, exc.message) from None
 
 
 def gang_choice(opts: pb.Options) -> tuple[str, str]:
@@ -116,7 +127,8 @@ def _job(msg: pb.ObservedJob) -> ObservedJob:
 
 
 def _object(msg: pb.ObservedObject, index: int, lim: Limits) -> ObservedObject:
-    obj = parse_json(msg.object_json, f"objects[{index}].object_json", lim) \
+    field = f"objects[{index}].object_json"
+    obj = observed(parse_json(msg.object_json, field, lim), field, msg.kind) \
         if msg.object_json else None
     return ObservedObject(api_version=msg.api_version, kind=msg.kind, name=msg.name,
                           uid=msg.uid, controller_uid=msg.controller_uid, obj=obj)
@@ -153,7 +165,9 @@ def _summarized(req: pb.DecideRequest, lim: Limits) -> tuple[pb.DecideRequest, S
     # The same rule as a client's summaries (summarize.wants_containers); the JobSet is read
     # for it only under the gate.
     containers = False
-    if req.options.feature_gates.get(summarize.MUTABLE_POD_RESOURCES):
+    jobset: Any = None
+    if req.options.feature_gates.get(summarize.MUTABLE_POD_RESOURCES) or any(
+            '"Pod"' in text for text in req.observed_json):
         try:
             jobset = json.loads(req.jobset_json)
         except ValueError:
@@ -162,10 +176,15 @@ def _summarized(req: pb.DecideRequest, lim: Limits) -> tuple[pb.DecideRequest, S
     for i, text in enumerate(req.observed_json):
         field = f"observed_json[{i}]"
         limits.check_object_bytes(text, field, lim)
+        # add_observed summarizes through the one check of every observed object.
         obj = parse_object(text, field, lim)
         before = (len(out.jobs), len(out.pods))
         try:
-            summarize.add_observed(out, obj, field, containers)
+            # Upstream lists a JobSet's pods by its jobset-name label: others are left out.
+            if not summarize.add_observed(out, obj, field, containers,
+                                          jobset if isinstance(jobset, dict) else None):
+                sent.unlisted_pods.append(str((obj.get("metadata") or {}).get("name") or ""))
+                continue
         except summarize.ObservationError as exc:
             raise InvalidInput.at(exc.field, exc.message) from None
         added: Any = None
@@ -430,6 +449,9 @@ def decide_request(req: pb.DecideRequest, lim: Limits = limits.DEFAULT, *,
             raise
         raise renamed from None
     jobset_texts.TEXTS.decided(req.jobset_json, lim, observed.jobset)
+    if origins is not None and origins.sent.unlisted_pods:
+        plan.explanation.append(summarize.unlisted_pods_sentence(origins.sent.unlisted_pods,
+                                                                 observed.jobset))
     response = plan_to_proto(plan)
     response.decision_id = decision_id("Decide", req)
     return Decision(response, observed, plan)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from decider.contract import limits
-from decider.contract.convert import _dumps, feature_gates, gang_choice, parse_object
+from decider.contract.convert import _dumps, feature_gates, gang_choice, observed, parse_object
 from decider.contract.limits import Limits
 from decider.core.errors import FieldError, InvalidInput
 from decider.core.model import Toleration
@@ -22,7 +22,8 @@ def _gang_objects(objects: Any, lim: Limits) -> list[dict[str, Any]]:
     for i, o in enumerate(objects):
         if not o.object_json:
             raise InvalidInput.at(f"objects[{i}].object_json", "Required value")
-        out.append(parse_object(o.object_json, f"objects[{i}].object_json", lim))
+        field = f"objects[{i}].object_json"
+        out.append(observed(parse_object(o.object_json, field, lim), field, o.kind))
     return out
 
 
@@ -40,7 +41,7 @@ def _remap_existing(exc: InvalidInput) -> InvalidInput:
 
 def _subject(text: str, lim: Limits) -> dict[str, Any]:
     """The Job or JobSet a gang question is about, within the limits a Decide would apply."""
-    obj = parse_object(text, "object_json", lim, in_field_paths=True)
+    obj = observed(parse_object(text, "object_json", lim, in_field_paths=True), "")
     if obj.get("kind") == "JobSet":
         limits.check_jobset_replicas(obj, lim)
     return obj

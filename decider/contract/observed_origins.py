@@ -10,7 +10,7 @@ object's own JSON path (`observed_json[1].status.startTime`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from decider.core.errors import FieldError, InvalidInput, TooLarge
@@ -23,6 +23,9 @@ class Sent:
     jobs: list[int]
     objects: list[int]
     pods: list[int]
+    # Pods sent whole that are not the JobSet's (summarize.pod_of): left out, and named in the
+    # plan's explanation.
+    unlisted_pods: list[str] = field(default_factory=list)
 
 
 # Typed field -> the field of the object it was summarized from (decider_api/summarize.py), for

@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from decider.contract import limits
-from decider.contract.convert import _dumps, feature_gates, gang_choice, parse_json, parse_object
+from decider.contract.convert import (
+    _dumps,
+    feature_gates,
+    gang_choice,
+    observed,
+    parse_json,
+    parse_object,
+)
 from decider.contract.gang import _gang_objects, _remap_existing
 from decider.contract.limits import Limits
 from decider.core.constants import API_VERSION
@@ -36,7 +43,8 @@ def validate_response(req: pb.ValidateRequest,
         result = obj
         errors = admission.validate_update(obj, old, gates)
     else:
-        pvcs = {o.name: parse_json(o.object_json, f"objects[{i}].object_json", lim)
+        pvcs = {o.name: observed(parse_json(o.object_json, f"objects[{i}].object_json",
+                                                  lim), f"objects[{i}].object_json", o.kind)
                 for i, o in enumerate(req.objects)
                 if o.kind == "PersistentVolumeClaim" and o.object_json}
         result = admission.default_jobset(obj, gates)
@@ -53,9 +61,12 @@ def _check_old_jobset(old: dict[str, Any]) -> None:
     if old.get("kind") != "JobSet" or old.get("apiVersion") != API_VERSION:
         raise InvalidInput.at("old_object_json", f"must be a {API_VERSION} JobSet, as "
                                                  "object_json is")
+    # The types of what the admission rules read, on the one check of every observed object.
+    observed(old, "old_object_json")
     for part in ("metadata", "spec"):
-        if not isinstance(old.get(part), dict):
-            raise InvalidInput.at(f"old_object_json.{part}", "must be an object")
+        if old.get(part) is None:
+            raise InvalidInput.at(f"old_object_json.{part}", "Required value: a stored JobSet "
+                                                             "has one")
 
 
 def _validation(errors: list[FieldError], obj: dict[str, Any]) -> pb.ValidateResponse:
@@ -75,11 +86,14 @@ def _validate_job(req: pb.ValidateRequest, obj: dict[str, Any],
     from decider.core.gang import validate_job_update
 
     api_version, _ = gang_choice(req.options)
+    # The Job asked about is observed as much as the one the API server stored.
+    observed(obj, "")
     old = obj
     if req.old_object_json:
         old = parse_json(req.old_object_json, "old_object_json", lim)
         if not isinstance(old, dict) or not _is_job(old):
             raise InvalidInput.at("old_object_json", "must be a batch/v1 Job, as object_json is")
+        observed(old, "old_object_json")
     # The admission plugin looks the PodGroup up; a caller that sends none lets the rules of
     # the generation say whether the old Job is gang scheduled.
     existing = _gang_objects(req.objects, lim)

@@ -52,6 +52,8 @@ def as_int(value: Any, path: str, default: int | None = None,
         raise InvalidInput.at(path, f"must be greater than or equal to {minimum}")
     if value > MAX_INT32:
         raise InvalidInput.at(path, f"must be less than or equal to {MAX_INT32}")
+    if value < -MAX_INT32 - 1:
+        raise InvalidInput.at(path, f"must be greater than or equal to {-MAX_INT32 - 1}")
     return value
 
 

@@ -19,6 +19,7 @@ from decider.core import (
     scheduling_objects,
     stale_jobs,
     startup_policy,
+    stored_counters,
     success_policy,
     suspend,
     times,
@@ -58,6 +59,7 @@ def decide(observed: Observed) -> Plan:
     restart_job_gate = st.gate(c.GATE_RESTART_JOB)
     children = classify(js, observed.jobs, st.status, restart_job_gate)
     statuses = _update_replicated_jobs_status(st, children, restart_job_gate)
+    stored_counters.explain(st)
 
     if conditions.finished(st.status):
         delete_jobs(st, children.active, "the JobSet is finished")
@@ -119,9 +121,12 @@ def decide(observed: Observed) -> Plan:
         suspend.resume_jobs(st, children.active, statuses)
 
     if js.failure_policy is not None and js.failure_policy.restart_strategy == c.IN_PLACE_RESTART:
-        if st.gate(c.GATE_IN_PLACE_RESTART):
-            in_place_restart.execute(st)
-        else:
+        if st.gate(c.GATE_IN_PLACE_RESTART) and not in_place_restart.execute(st):
+            # Upstream's reconcile returns the error: what was done stands, no status write,
+            # a retry with backoff (a pod's annotation changing also wakes the JobSet).
+            st.requeue_after = name_conflicts.backoff(st, [])
+            return _failed(st)
+        elif not st.gate(c.GATE_IN_PLACE_RESTART):
             st.explain("restartStrategy InPlaceRestart needs the InPlaceRestart feature gate; "
                        "in-place restart is not reconciled")
     # Only a pass that ran to the end asks to be woken at the deadline (upstream returns early,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from decider.core import access as acc
 from decider.core import constants as c
 from decider.core.child_jobs import owner_reference
 from decider.core.jobset import JobSet
@@ -62,30 +61,29 @@ def reconcile(st: PassState) -> None:
     js = st.js
     if not js.dns_hostnames:
         return
-    index, existing = next(((i, o) for i, o in enumerate(st.observed.objects)
-                            if o.kind == "Service" and o.name == js.subdomain), (-1, None))
+    existing = next((o for o in st.observed.objects
+                     if o.kind == "Service" and o.name == js.subdomain), None)
     if existing is None:
         st.act(Action(type="CreateService", name=js.subdomain, api_version="v1", kind="Service",
                       object=manifest(js),
                       reason="pod DNS hostnames are enabled and the headless Service is missing"))
         st.explain(f"create headless Service {js.subdomain} for pod DNS hostnames")
         return
-    _sync_ports(st, existing, index)
+    _sync_ports(st, existing)
 
 
-def _declared(service: ObservedObject, index: int) -> list[Any]:
-    """The Service's spec.ports as sent, checked for the shape this comparison reads."""
-    where = f"objects[{index}].object_json"
-    spec = acc.as_map(acc.as_map(service.obj, where).get("spec"), f"{where}.spec")
-    return acc.as_list(spec.get("ports"), f"{where}.spec.ports")
+def _declared(service: ObservedObject) -> list[Any]:
+    """The Service's spec.ports as sent: a list of objects, or absent (the contract's edge
+    checked the types, clients/python/decider_api/observed_shape.py)."""
+    return ((service.obj or {}).get("spec") or {}).get("ports") or []
 
 
-def _sync_ports(st: PassState, service: ObservedObject, index: int) -> None:
+def _sync_ports(st: PassState, service: ObservedObject) -> None:
     """An existing Service the JobSet controls gets the ports its containers declare."""
     js = st.js
     if not js.uid or service.controller_uid != js.uid or service.obj is None:
         return
-    have = _declared(service, index)
+    have = _declared(service)
     want = ports(js)
     if _same(have, want):
         return
@@ -98,15 +96,11 @@ def _sync_ports(st: PassState, service: ObservedObject, index: int) -> None:
                f"containers declare ({names})")
 
 
-def _normal(port: Any) -> Any:
+def _normal(port: dict[str, Any]) -> dict[str, Any]:
     """A ServicePort as Go compares it: unset fields and their zero values alike."""
-    if not isinstance(port, dict):
-        return port
     return {k: v for k, v in port.items() if v not in (None, "", 0)}
 
 
-def _same(have: Any, want: list[dict[str, Any]]) -> bool:
+def _same(have: list[dict[str, Any]], want: list[dict[str, Any]]) -> bool:
     """apiequality.Semantic.DeepEqual of the two port lists (nil and empty alike)."""
-    if not isinstance(have, list):
-        return False
     return [_normal(p) for p in have] == [_normal(p) for p in want]

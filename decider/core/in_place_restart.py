@@ -16,25 +16,45 @@ from decider.core import constants as c
 from decider.core.errors import InvalidInput
 from decider.core.state import PassState
 
+# strconv.Atoi in base 10: a sign, then ASCII digits (int() would also take " 1", "1_0" and
+# non-ASCII digits), within int64 (Atoi's range on the 64-bit platforms upstream ships for).
 _ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_INT64 = 2**63
 
 
-def _attempts(st: PassState) -> list[int]:
+def _atoi(raw: str) -> int | None:
+    value = int(raw) if _ATOI.fullmatch(raw) else None
+    return value if value is not None and -_INT64 <= value < _INT64 else None
+
+
+def _int32(value: int) -> int:
+    """Go's int32(v) of an int: the low 32 bits, as a signed number."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def _attempts(st: PassState) -> list[int] | None:
+    """The pods' attempts as upstream's getPodInPlaceRestartAttempts reads them; None when one
+    is refused there (then the pass returns upstream's error, execute)."""
     out = []
-    for i, pod in enumerate(st.observed.pods):
+    for pod in st.observed.pods:
         if pod.phase == "Failed" or c.IN_PLACE_RESTART_ATTEMPT not in pod.annotations:
             continue
         raw = pod.annotations[c.IN_PLACE_RESTART_ATTEMPT]
-        # strconv.Atoi, as upstream: int() would also take " 1", "1_0" and non-ASCII digits.
-        value = int(raw) if _ATOI.fullmatch(raw) else -1
-        if value < 0:
-            raise InvalidInput.at(f"pods[{i}].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]",
-                                  f"pod {pod.name}: must be a non-negative integer, got {raw!r}")
-        if value > c.MAX_INT32:
-            # The attempt lands in status.currentInPlaceRestartAttempt, an int32.
-            raise InvalidInput.at(f"pods[{i}].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]",
-                                  f"pod {pod.name}: must be at most {c.MAX_INT32}, got {raw!r}")
-        out.append(value)
+        value = _atoi(raw)
+        if value is None or value < 0:
+            # A pod annotation anyone may write: the API server stores it, upstream acts up to
+            # this step and returns an error. Refusing the request would act on nothing.
+            st.explain(f"pod {pod.name}: annotation {c.IN_PLACE_RESTART_ATTEMPT} is {raw!r}, "
+                       "not a non-negative integer: the pass stops at the in-place restart "
+                       "step, after its deletes, creates and resumes, without a status write, "
+                       "and is retried (upstream: invalid value for annotation "
+                       f"{c.IN_PLACE_RESTART_ATTEMPT}, must be non-negative integer)")
+            return None
+        wrapped = _int32(value)
+        if wrapped != value:
+            st.explain(f"pod {pod.name}: in-place restart attempt {value} is past int32; read "
+                       f"as {wrapped}, its low 32 bits, as upstream's int32() reads it")
+        out.append(wrapped)
     return out
 
 
@@ -50,7 +70,9 @@ def _total_pods(st: PassState) -> int:
     return total
 
 
-def execute(st: PassState) -> None:
+def execute(st: PassState) -> bool:
+    """The in-place restart step; False when it returns upstream's error (a pod's attempt
+    annotation that is no non-negative integer): the pass then ends as a failed reconcile."""
     policy = st.js.failure_policy
     assert policy is not None
     max_container = max((p.max_container_restarts for p in st.observed.pods), default=0)
@@ -58,15 +80,18 @@ def execute(st: PassState) -> None:
         conditions.set_failed(st, c.REASON_REACHED_MAX_RESTARTS, c.MSG_REACHED_MAX_RESTARTS)
         st.explain(f"a container restarted {max_container} times, more than maxRestarts "
                    f"{policy.max_restarts}: the JobSet fails (ReachedMaxRestarts)")
-        return
+        return True
     attempts = _attempts(st)
-    uncounted = st.restarts - st.restarts_count_towards_max
+    if attempts is None:
+        return False
+    # int32 arithmetic, as upstream's exceededMaxRestarts (a wrapped attempt may wrap again).
+    uncounted = _int32(st.restarts - st.restarts_count_towards_max)
     highest = max(attempts, default=0)
-    if highest - uncounted > policy.max_restarts:
+    if _int32(highest - uncounted) > policy.max_restarts:
         conditions.set_failed(st, c.REASON_REACHED_MAX_RESTARTS, c.MSG_REACHED_MAX_RESTARTS)
         st.explain(f"in-place restart attempt {highest} exceeds maxRestarts "
                    f"{policy.max_restarts}: the JobSet fails (ReachedMaxRestarts)")
-        return
+        return True
     total = _total_pods(st)
     if attempts and len(attempts) == total and len(set(attempts)) == 1:
         if st.status.get("currentInPlaceRestartAttempt") != attempts[0]:
@@ -74,14 +99,15 @@ def execute(st: PassState) -> None:
             st.dirty = True
             st.explain(f"all {total} pods reached in-place restart attempt {attempts[0]}: "
                        "lift the barrier")
-        return
+        return True
     if not attempts or max(attempts) == 0:
-        return
-    previous = max(attempts) - 1
+        return True
+    previous = _int32(max(attempts) - 1)
     old = st.status.get("previousInPlaceRestartAttempt")
     if old is not None and previous <= old:
-        return
+        return True
     st.status["previousInPlaceRestartAttempt"] = previous
     st.dirty = True
     st.explain(f"a pod is at in-place restart attempt {max(attempts)}: pods at or below "
                f"attempt {previous} restart in place")
+    return True

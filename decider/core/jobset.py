@@ -219,8 +219,12 @@ def _parse(obj: Any, private: bool) -> JobSet:
 
 
 def _validate_status(status: dict[str, Any]) -> None:
+    # The CRD sets no minimum on the restart counters, so the API server stores a negative
+    # one; upstream counts on from it (and recomputes replicatedJobsStatus), and so does the
+    # pass (counters.py explains it). The in-place attempts and executionAttempts have
+    # Minimum=0: the API server stores no negative one.
     for key in ("restarts", "restartsCountTowardsMax"):
-        acc.as_int(status.get(key), f"status.{key}", 0, minimum=0)
+        acc.as_int(status.get(key), f"status.{key}", 0)
     acc.as_str(status.get("terminalState"), "status.terminalState")
     # Everything the pass reads or writes back is checked here, so that a malformed status is
     # InvalidInput naming the field rather than a crash later: a null list item (_map reads
@@ -255,7 +259,10 @@ def _validate_status(status: dict[str, Any]) -> None:
             raise InvalidInput.at(f"{rpath}.name", f'duplicate value "{name}"')
         seen.add(name)
         for key in ("ready", "succeeded", "failed", "active", "suspended"):
-            acc.as_int(rjs.get(key), f"{rpath}.{key}", minimum=0)
+            acc.as_int(rjs.get(key), f"{rpath}.{key}")
         for key in ("jobRestarts", "jobRestartsCountTowardsMax"):
             for j, v in enumerate(acc.as_list(rjs.get(key), f"{rpath}.{key}")):
-                acc.as_int(v, f"{rpath}.{key}[{j}]", minimum=0)
+                # An entry of an int32 list is no optional field: null is not a count.
+                if v is None:
+                    raise InvalidInput.at(f"{rpath}.{key}[{j}]", "must be an integer, got null")
+                acc.as_int(v, f"{rpath}.{key}[{j}]")

@@ -163,8 +163,18 @@ def _service(spec: object) -> dict[str, object]:
 
 def _decide_bytes(owned: list[dict[str, object]], whole: bool) -> bytes:
     js = jobset(rjob("a", 1))
-    build = observe.build_raw_decide_request if whole else observe.build_decide_request
-    return build(js, owned, NOW).SerializeToString()
+    if whole:
+        return observe.build_raw_decide_request(js, owned, NOW).SerializeToString()
+    # Typed entries as a client in another language writes them: the Python client's
+    # summarizer would refuse these objects before sending them.
+    req = observe.build_decide_request(js, [], NOW)
+    for obj in owned:
+        meta = obj["metadata"]
+        assert isinstance(meta, dict)
+        req.objects.add(api_version=str(obj["apiVersion"]), kind=str(obj["kind"]),
+                        name=meta["name"], uid=meta["uid"], controller_uid=UID,
+                        object_json=json.dumps(obj))
+    return req.SerializeToString()
 
 
 def _suspended_job(containers_json: str) -> bytes:
@@ -218,9 +228,6 @@ _IGNORE_MAX = {"maxRestarts": 1, "rules": [{"name": "again",
                                            "action": "RestartJobSetAndIgnoreMaxRestarts"}]}
 _SUSPENDED = [{"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "message": "",
                "lastTransitionTime": "2026-01-01T11:00:00Z"}]
-_IN_PLACE_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-    "name": "p", "annotations": {c.IN_PLACE_RESTART_ATTEMPT: "3000000000"}},
-    "status": {"phase": "Running"}}
 
 
 def _pod_sets_toleration(seconds: int) -> bytes:
@@ -278,11 +285,7 @@ def _validate(quantity: object) -> bytes:
         failurePolicy={"maxRestarts": 1, "rules": [
             {"name": "one", "action": "RestartJobAndIgnoreMaxRestarts"}]}),
      "status.replicatedJobsStatus[name=w].jobRestarts[0]"),
-    ("Decide", _counters({"restarts": _MAX}, [_child(0, "active", attempt=_MAX),
-                                              _IN_PLACE_POD], {c.GATE_IN_PLACE_RESTART: True},
-                         failurePolicy={"maxRestarts": _MAX,
-                                        "restartStrategy": "InPlaceRestart"}),
-     f"pods[0].annotations[{c.IN_PLACE_RESTART_ATTEMPT}]"),
+    # (An in-place attempt past int32 is read as upstream's int32() reads it: test_stored_state.)
     # Kueue's pod set carries a toleration's seconds as int64: one past either end could not
     # be serialized (ValueError, INTERNAL; hypothesis found it through PodSets).
     ("PodSets", _pod_sets_toleration(2**63),
@@ -296,7 +299,7 @@ def _validate(quantity: object) -> bytes:
         "restarts-at-int32-max", "execution-attempts-at-max-on-restart",
         "execution-attempts-at-max-on-resume", "first-attempt-after-max-restarts",
         "job-restarts-at-max",
-        "in-place-attempt-past-int32", "pod-sets-toleration-seconds-past-int64",
+        "pod-sets-toleration-seconds-past-int64",
         "pod-sets-toleration-seconds-below-int64"])
 def test_fuzz_findings_are_invalid_argument_naming_the_field(method: str, payload: bytes,
                                                              field: str) -> None:

@@ -71,9 +71,13 @@ def other_object(obj: ObservedObject) -> dict[str, Any]:
     return {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": meta}
 
 
-def pod_object(pod: ObservedPod) -> dict[str, Any]:
+def pod_object(pod: ObservedPod, jobset: dict[str, Any]) -> dict[str, Any]:
+    """The pod, labelled with the JobSet's name as the Job controller's pods of its Jobs are
+    (a request sends only those, summarize.pod_of)."""
+    labels = {"jobset.sigs.k8s.io/jobset-name": jobset["metadata"]["name"]}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod.name, "annotations": dict(pod.annotations)},
+            "metadata": {"name": pod.name, "annotations": dict(pod.annotations),
+                         "labels": labels},
             "status": {"phase": pod.phase,
                        "containerStatuses": [{"name": "c",
                                               "restartCount": pod.max_container_restarts}]}}
@@ -101,7 +105,7 @@ def check_both_ways(js: dict[str, Any], jobs: Any = (), *, objects: Any = (),
                     gates: dict[str, bool] | None = None, now: datetime = NOW,
                     pods: Any = (), controller: str = "") -> None:
     owned = [*(job_object(j) for j in jobs), *(other_object(o) for o in objects),
-             *(pod_object(p) for p in pods)]
+             *(pod_object(p, js) for p in pods)]
     args = (copy.deepcopy(js), owned, now)
     kwargs = {"controller_name": controller, "feature_gates": gates or {}}
     typed = _answer(observe.build_decide_request(*args, **kwargs))

@@ -826,10 +826,15 @@ def test_reconcile_in_place_restart(
 
 @pytest.mark.parametrize("value", ["x", "-1", "1_0", " 1", "\u0661"])
 def test_in_place_restart_attempt_annotation_must_be_a_non_negative_integer(value: str) -> None:
+    """getPodInPlaceRestartAttempts (wantErr "pods with invalid integer annotations"): the
+    reconcile returns the error, so no status is written; the steps before it acted
+    (tests/upstream/test_stored_state.py shows them)."""
     fp = {"maxRestarts": 3, "restartStrategy": "InPlaceRestart"}
     js = jobset(rjob("rj-1", 1), failurePolicy=fp)
-    with pytest.raises(InvalidInput, match="in-place-restart-attempt"):
-        run(js, [job("rj-1", 0)], objects=[service()], pods=[pod("p1", value)], gates=IPR)
+    plan = run(js, [job("rj-1", 0)], objects=[service()], pods=[pod("p1", value)], gates=IPR)
+    assert "UpdateStatus" not in [a.type for a in plan.actions]
+    assert any("in-place-restart-attempt" in s and "not a non-negative integer" in s
+               for s in plan.explanation), plan.explanation
 
 
 def test_in_place_restart_needs_completions_equal_parallelism() -> None:

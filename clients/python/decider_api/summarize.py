@@ -13,121 +13,53 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from decider_api.observed_shape import ObservationError, check_observed
 from decider_api.v1 import decider_pb2 as pb
 
-
-class ObservationError(ValueError):
-    """An object could not be turned into a request; `field` names where."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+__all__ = ["JOBSET_NAME_LABEL", "JOB", "OTHER", "POD", "ObservationError", "add_observed",
+           "job_summary", "kind_of", "object_summary", "pod_of", "pod_summary",
+           "unlisted_pods_sentence", "wants_containers"]
 
 
-def _map(value: Any, field: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ObservationError(field, "must be an object")
-    return value
-
-
-def _str_map(value: Any, field: str) -> dict[str, str]:
-    out = _map(value, field)
-    for k, v in out.items():
-        if not isinstance(v, str):
-            raise ObservationError(f"{field}[{k}]", "must be a string")
-    return out
-
-
-def _int(value: Any, field: str, default: int | None = 0) -> int | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ObservationError(field, "must be an integer")
-    if not -(2**31) <= value < 2**31:
-        raise ObservationError(field, "is out of the int32 range")
-    return value
-
-
-def _str(value: Any, field: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ObservationError(field, "must be a string")
-    return value
-
-
-def _controller_uid(meta: dict[str, Any], field: str) -> str:
-    refs = meta.get("ownerReferences")
-    if refs is None:
-        return ""
-    if not isinstance(refs, list):
-        raise ObservationError(f"{field}.ownerReferences", "must be a list")
-    for i, ref in enumerate(refs):
-        ref = _map(ref, f"{field}.ownerReferences[{i}]")
+def _controller_uid(meta: dict[str, Any]) -> str:
+    for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") is True:
-            return _str(ref.get("uid"), f"{field}.ownerReferences[{i}].uid")
+            return ref.get("uid") or ""
     return ""
 
 
-def _conditions(value: Any, field: str) -> list[pb.Condition]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ObservationError(field, "must be a list")
-    out = []
-    for i, cond in enumerate(value):
-        cond = _map(cond, f"{field}[{i}]")
-        out.append(pb.Condition(**{
-            attr: _str(cond.get(key), f"{field}[{i}].{key}") for attr, key in (
-                ("type", "type"), ("status", "status"), ("reason", "reason"),
-                ("message", "message"), ("last_transition_time", "lastTransitionTime"))}))
-    return out
+def _conditions(value: list[dict[str, Any]] | None) -> list[pb.Condition]:
+    return [pb.Condition(**{attr: cond.get(key) or "" for attr, key in (
+        ("type", "type"), ("status", "status"), ("reason", "reason"), ("message", "message"),
+        ("last_transition_time", "lastTransitionTime"))}) for cond in value or []]
 
 
-def _pod_template(template: dict[str, Any], field: str) -> pb.PodTemplateSummary:
-    meta = _map(template.get("metadata"), f"{field}.metadata")
-    spec = _map(template.get("spec"), f"{field}.spec")
+def _str_map(value: dict[str, str] | None) -> dict[str, str]:
+    return value or {}
+
+
+def _pod_template(template: dict[str, Any]) -> pb.PodTemplateSummary:
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
     tolerations = []
-    raw_tolerations = spec.get("tolerations") or []
-    if not isinstance(raw_tolerations, list):
-        raise ObservationError(f"{field}.spec.tolerations", "must be a list")
-    for i, t in enumerate(raw_tolerations):
-        t = _map(t, f"{field}.spec.tolerations[{i}]")
-        tol = pb.Toleration(
-            key=_str(t.get("key"), f"{field}.spec.tolerations[{i}].key"),
-            operator=_str(t.get("operator"), f"{field}.spec.tolerations[{i}].operator"),
-            value=_str(t.get("value"), f"{field}.spec.tolerations[{i}].value"),
-            effect=_str(t.get("effect"), f"{field}.spec.tolerations[{i}].effect"))
-        seconds = t.get("tolerationSeconds")
-        if seconds is not None:
-            # int64 in the Kubernetes API, so no int32 bound here.
-            if isinstance(seconds, bool) or not isinstance(seconds, int):
-                raise ObservationError(f"{field}.spec.tolerations[{i}].tolerationSeconds",
-                                       "must be an integer")
-            tol.toleration_seconds = seconds
+    for t in spec.get("tolerations") or []:
+        tol = pb.Toleration(key=t.get("key") or "", operator=t.get("operator") or "",
+                            value=t.get("value") or "", effect=t.get("effect") or "")
+        if t.get("tolerationSeconds") is not None:
+            tol.toleration_seconds = t["tolerationSeconds"]
         tolerations.append(tol)
-    gates = spec.get("schedulingGates") or []
-    if not isinstance(gates, list):
-        raise ObservationError(f"{field}.spec.schedulingGates", "must be a list")
     group = None
     if spec.get("schedulingGroup") is not None:
-        raw = _map(spec["schedulingGroup"], f"{field}.spec.schedulingGroup")
         group = pb.PodSchedulingGroup()
-        if raw.get("podGroupName") is not None:
-            group.pod_group_name = _str(raw["podGroupName"],
-                                        f"{field}.spec.schedulingGroup.podGroupName")
+        if spec["schedulingGroup"].get("podGroupName") is not None:
+            group.pod_group_name = spec["schedulingGroup"]["podGroupName"]
     return pb.PodTemplateSummary(
         scheduling_group=group,
-        labels=_str_map(meta.get("labels"), f"{field}.metadata.labels"),
-        annotations=_str_map(meta.get("annotations"), f"{field}.metadata.annotations"),
-        node_selector=_str_map(spec.get("nodeSelector"), f"{field}.spec.nodeSelector"),
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        node_selector=_str_map(spec.get("nodeSelector")),
         tolerations=tolerations,
-        scheduling_gates=[_str(_map(g, f"{field}.spec.schedulingGates[{i}]").get("name"),
-                               f"{field}.spec.schedulingGates[{i}].name")
-                          for i, g in enumerate(gates)],
+        scheduling_gates=[g.get("name") or "" for g in spec.get("schedulingGates") or []],
     )
 
 
@@ -148,96 +80,106 @@ def wants_containers(jobset: Any, feature_gates: Any) -> bool:
 def job_summary(job: dict[str, Any], field: str = "job",
                 containers: bool = False) -> pb.ObservedJob:
     """The typed summary of a batch/v1 Job that a decision reads; `containers`: a suspended
-    Job's containers too (wants_containers)."""
-    meta = _map(job.get("metadata"), f"{field}.metadata")
-    spec = _map(job.get("spec"), f"{field}.spec")
-    status = _map(job.get("status"), f"{field}.status")
+    Job's containers too (wants_containers). Its types are checked first, by the one check of
+    every observed object (observed_shape.py)."""
+    check_observed(job, field, "Job")
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
     out = pb.ObservedJob(
-        name=_str(meta.get("name"), f"{field}.metadata.name"),
-        uid=_str(meta.get("uid"), f"{field}.metadata.uid"),
-        controller_uid=_controller_uid(meta, f"{field}.metadata"),
-        labels=_str_map(meta.get("labels"), f"{field}.metadata.labels"),
-        annotations=_str_map(meta.get("annotations"), f"{field}.metadata.annotations"),
-        active=_int(status.get("active"), f"{field}.status.active"),
-        ready=_int(status.get("ready"), f"{field}.status.ready"),
-        succeeded=_int(status.get("succeeded"), f"{field}.status.succeeded"),
-        failed=_int(status.get("failed"), f"{field}.status.failed"),
-        conditions=_conditions(status.get("conditions"), f"{field}.status.conditions"),
-        creation_timestamp=_str(meta.get("creationTimestamp"), f"{field}.metadata"
-                                ".creationTimestamp"),
-        deletion_timestamp=_str(meta.get("deletionTimestamp"), f"{field}.metadata"
-                                ".deletionTimestamp"),
-        start_time=_str(status.get("startTime"), f"{field}.status.startTime"),
-        pod_template=_pod_template(_map(spec.get("template"), f"{field}.spec.template"),
-                                   f"{field}.spec.template"),
-        resource_version=_str(meta.get("resourceVersion"), f"{field}.metadata.resourceVersion"),
+        name=meta.get("name") or "",
+        uid=meta.get("uid") or "",
+        controller_uid=_controller_uid(meta),
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        active=status.get("active") or 0,
+        ready=status.get("ready") or 0,
+        succeeded=status.get("succeeded") or 0,
+        failed=status.get("failed") or 0,
+        conditions=_conditions(status.get("conditions")),
+        creation_timestamp=meta.get("creationTimestamp") or "",
+        deletion_timestamp=meta.get("deletionTimestamp") or "",
+        start_time=status.get("startTime") or "",
+        pod_template=_pod_template(spec.get("template") or {}),
+        resource_version=meta.get("resourceVersion") or "",
     )
     if not out.name:
         raise ObservationError(f"{field}.metadata.name", "Required value")
     suspend = spec.get("suspend")
     if suspend is not None:
-        if not isinstance(suspend, bool):
-            raise ObservationError(f"{field}.spec.suspend", "must be a boolean")
         out.suspend = suspend
     if suspend is True and containers:
         # Only a suspended Job is resumed, and only a resume rewrites its containers'
         # resources (MutablePodResourcesForSuspendedJobSets): running Jobs send none of it.
-        pod_spec = _map(_map(spec.get("template"), f"{field}.spec.template").get("spec"),
-                        f"{field}.spec.template.spec")
+        pod_spec = (spec.get("template") or {}).get("spec") or {}
         for key, attr in (("containers", "containers_json"),
                           ("initContainers", "init_containers_json")):
             value = pod_spec.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, list):
-                raise ObservationError(f"{field}.spec.template.spec.{key}", "must be a list")
-            for i, item in enumerate(value):
-                _map(item, f"{field}.spec.template.spec.{key}[{i}]")
-                if item is None:
-                    raise ObservationError(f"{field}.spec.template.spec.{key}[{i}]",
-                                           "must be an object")
-            setattr(out.pod_template, attr, json.dumps(value, separators=(",", ":"),
-                                                       sort_keys=True))
+            if value is not None:
+                setattr(out.pod_template, attr, json.dumps(value, separators=(",", ":"),
+                                                           sort_keys=True))
     for key in ("parallelism", "completions"):
-        value = _int(spec.get(key), f"{field}.spec.{key}", None)
-        if value is not None:
-            setattr(out, key, value)
+        if spec.get(key) is not None:
+            setattr(out, key, spec[key])
     return out
 
 
 def pod_summary(pod: dict[str, Any], field: str = "pod") -> pb.ObservedPod:
-    meta = _map(pod.get("metadata"), f"{field}.metadata")
-    status = _map(pod.get("status"), f"{field}.status")
+    check_observed(pod, field, "Pod")
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
     restarts = 0
     for key in ("initContainerStatuses", "containerStatuses"):
-        statuses = status.get(key) or []
-        if not isinstance(statuses, list):
-            raise ObservationError(f"{field}.status.{key}", "must be a list")
-        for i, cs in enumerate(statuses):
-            cs = _map(cs, f"{field}.status.{key}[{i}]")
-            restarts = max(restarts, _int(cs.get("restartCount"),
-                                          f"{field}.status.{key}[{i}].restartCount") or 0)
+        for cs in status.get(key) or []:
+            restarts = max(restarts, cs.get("restartCount") or 0)
     return pb.ObservedPod(
-        name=_str(meta.get("name"), f"{field}.metadata.name"),
-        phase=_str(status.get("phase"), f"{field}.status.phase"),
-        annotations=_str_map(meta.get("annotations"), f"{field}.metadata.annotations"),
+        name=meta.get("name") or "",
+        phase=status.get("phase") or "",
+        annotations=_str_map(meta.get("annotations")),
         max_container_restarts=restarts,
     )
 
 
 def object_summary(obj: dict[str, Any], field: str = "object") -> pb.ObservedObject:
-    meta = _map(obj.get("metadata"), f"{field}.metadata")
+    check_observed(obj, field)
+    meta = obj.get("metadata") or {}
     return pb.ObservedObject(
-        api_version=_str(obj.get("apiVersion"), f"{field}.apiVersion"),
-        kind=_str(obj.get("kind"), f"{field}.kind"),
-        name=_str(meta.get("name"), f"{field}.metadata.name"),
-        uid=_str(meta.get("uid"), f"{field}.metadata.uid"),
-        controller_uid=_controller_uid(meta, f"{field}.metadata"),
+        api_version=obj.get("apiVersion") or "",
+        kind=obj.get("kind") or "",
+        name=meta.get("name") or "",
+        uid=meta.get("uid") or "",
+        controller_uid=_controller_uid(meta),
         object_json=json.dumps(obj, separators=(",", ":"), sort_keys=True),
     )
 
 
 JOB, POD, OTHER = "Job", "Pod", "other"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def _name_and_namespace(obj: Any) -> tuple[Any, str]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return meta.get("name"), meta.get("namespace") or "default"
+
+
+def pod_of(pod: dict[str, Any], jobset: Any) -> bool:
+    """Whether upstream lists `pod` among the JobSet's pods (getAssociatedPods: the pods of its
+    namespace whose `jobset.sigs.k8s.io/jobset-name` label is its name). A pod of no namespace
+    (written by hand) is taken to be in the JobSet's. Its types are checked (observed_shape)."""
+    name, namespace = _name_and_namespace(jobset)
+    meta = pod.get("metadata") or {}
+    return (meta.get("labels") or {}).get(JOBSET_NAME_LABEL) == name and \
+        (meta.get("namespace") or namespace) == namespace
+
+
+def unlisted_pods_sentence(names: list[str], jobset: Any) -> str:
+    """What the plan says of the pods pod_of left out."""
+    name, _ = _name_and_namespace(jobset)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"{len(names)} pod(s) observed beside JobSet {name} ({shown}) do not carry "
+            f"{JOBSET_NAME_LABEL}={name} in its namespace: not counted, as upstream lists a "
+            "JobSet's pods by that label")
 
 
 def kind_of(obj: dict[str, Any]) -> str:
@@ -252,14 +194,20 @@ def kind_of(obj: dict[str, Any]) -> str:
 
 
 def add_observed(req: pb.DecideRequest, obj: Any, field: str,
-                 containers: bool = False) -> None:
-    """Summarize one observed object into the request's typed list for its kind."""
+                 containers: bool = False, jobset: Any = None) -> bool:
+    """Summarize one observed object into the request's typed list for its kind. jobset: the
+    JobSet the request is about; a pod that is not its own (pod_of) is left out, and False
+    returned."""
     if not isinstance(obj, dict):
         raise ObservationError(field, "must be a JSON object")
     kind = kind_of(obj)
     if kind == JOB:
         req.jobs.append(job_summary(obj, field, containers))
     elif kind == POD:
-        req.pods.append(pod_summary(obj, field))
+        summary = pod_summary(obj, field)
+        if jobset is not None and not pod_of(obj, jobset):
+            return False
+        req.pods.append(summary)
     else:
         req.objects.append(object_summary(obj, field))
+    return True

@@ -234,7 +234,8 @@ def group_by_jobset(objects: list[dict[str, Any]], source: str = "input"
     the JobSet of its namespace that its controller reference names (by UID), else to the one
     its `jobset.sigs.k8s.io/jobset-name` label names (a Pod); an object tied to none (a Workload
     of someone else named like a JobSet's gang object, say) goes to every JobSet of its
-    namespace, as the shim sends it: the decider itself keeps only what each JobSet controls.
+    namespace, as the shim sends it: the decider itself keeps only what each JobSet controls,
+    and the request only the pods labelled with its name (summarize.pod_of).
     """
     jobsets = [o for o in objects if o.get("kind") == "JobSet"]
     if not jobsets:

@@ -22,6 +22,7 @@ from decider_api.summarize import (
     job_summary,
     kind_of,
     object_summary,
+    pod_of,
     pod_summary,
     wants_containers,
 )
@@ -53,7 +54,8 @@ def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]]
     """Turn a JobSet and the objects around it into a DecideRequest.
 
     `owned` may hold Jobs, Pods, Services, PVCs, Workloads, PodGroups, as the API server serves
-    them; the decider itself keeps only the Jobs the JobSet controls.
+    them; the decider itself keeps only the Jobs the JobSet controls, and only the pods labelled
+    with its name are sent (summarize.pod_of; the CLI says which were left out).
     """
     if not isinstance(jobset, dict):
         raise ObservationError("jobset", "must be an object")
@@ -70,7 +72,10 @@ def build_decide_request(jobset: dict[str, Any], owned: Iterable[dict[str, Any]]
         if kind == JOB:
             req.jobs.append(job_summary(obj, f"jobs[{len(req.jobs)}]", containers))
         elif kind == POD:
-            req.pods.append(pod_summary(obj, f"pods[{len(req.pods)}]"))
+            summary = pod_summary(obj, f"pods[{len(req.pods)}]")
+            # Upstream lists a JobSet's pods by its jobset-name label (summarize.pod_of).
+            if pod_of(obj, jobset):
+                req.pods.append(summary)
         else:
             req.objects.append(object_summary(obj, f"objects[{len(req.objects)}]"))
     return req

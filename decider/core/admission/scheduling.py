@@ -100,9 +100,9 @@ def update_errors(new: dict[str, Any], old: dict[str, Any],
 
 
 def _suspended_condition(obj: dict[str, Any]) -> bool:
-    for cond in as_dict(obj.get("status")).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == "Suspended" \
-                and cond.get("status") == "True":
+    # The stored JobSet's status is typed at the contract's edge (observed_shape.py).
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Suspended" and cond.get("status") == "True":
             return True
     return False
 

@@ -16,26 +16,20 @@ from decider.core.gang.job_facts import RULES_136, RULES_137, JobFacts
 from decider.core.gang.model import Design, GangPlan, Group
 from decider.core.gang.targets import GangTarget
 
+# The objects read here passed the contract's one check of their metadata's types
+# (clients/python/decider_api/observed_shape.py).
 
 def controlled_by(obj: dict[str, Any], uid: str) -> bool:
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("uid") == uid:
-            return True
-    return False
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("controller") is True and ref.get("uid") == uid for ref in refs)
 
 
 def name_of(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
+    return (obj.get("metadata") or {}).get("name") or ""
 
 
 def uid_of(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata")
-    uid = meta.get("uid") if isinstance(meta, dict) else None
-    return uid if isinstance(uid, str) else ""
+    return (obj.get("metadata") or {}).get("uid") or ""
 
 
 def same_namespace(obj: dict[str, Any], namespace: str) -> bool:

@@ -28,17 +28,18 @@ from decider.core.gang.jobset_facts import JOBSET_NAME_LABEL, JobSetFacts
 from decider.core.gang.model import GangPlan, OwnershipConflict, Rendered
 from decider.core.gang.targets import GangTarget
 
+# Observed objects reach the core through one check of their metadata's types
+# (clients/python/decider_api/observed_shape.py): what is read here is an object, a string,
+# a list of objects, or absent.
 
 def meta(obj: dict[str, Any]) -> dict[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, dict) else {}
+    return obj.get("metadata") or {}
 
 
 def controller_uid(obj: dict[str, Any]) -> str | None:
     for ref in meta(obj).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else ""
+        if ref.get("controller") is True:
+            return ref.get("uid") or ""
     return None
 
 
@@ -202,8 +203,7 @@ class UpstreamDrift:
             return False
         if obj.get("kind") == "Workload":
             return meta(obj).get("name") == workload
-        labels = meta(obj).get("labels")
-        return isinstance(labels, dict) and labels.get(JOBSET_NAME_LABEL) == f.name
+        return (meta(obj).get("labels") or {}).get(JOBSET_NAME_LABEL) == f.name
 
 
 # --- minCount in place --------------------------------------------------------------------------

@@ -30,14 +30,14 @@ REASON_INVALID = "Invalid"
 
 
 def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    status = obj.get("status")
-    conds = status.get("conditions") if isinstance(status, dict) else None
-    return [c for c in conds if isinstance(c, dict)] if isinstance(conds, list) else []
+    # Typed at the contract's edge (clients/python/decider_api/observed_shape.py): a list of
+    # objects, or absent.
+    return (obj.get("status") or {}).get("conditions") or []
 
 
 def _tail(cond: dict[str, Any]) -> str:
     message = cond.get("message")
-    return f": {message}" if isinstance(message, str) and message else ""
+    return f": {message}" if message else ""
 
 
 def sentence(kind: str, name: str, cond: dict[str, Any]) -> str | None:
@@ -68,7 +68,7 @@ def explain(found: list[dict[str, Any]], design: Design, target: GangTarget) -> 
     out = []
     for obj in found:
         name = meta(obj).get("name")
-        owners = [r for r in meta(obj).get("ownerReferences") or [] if isinstance(r, dict)]
+        owners = meta(obj).get("ownerReferences") or []
         if not any(r.get("controller") is True and r.get("uid") == uid for r in owners):
             continue
         if target.is_composite(obj) and name in composites:
