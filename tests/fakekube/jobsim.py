@@ -26,6 +26,7 @@ from .store import Store, now_rfc3339
 JOBS = "batch/v1/jobs"
 PODS = "/v1/pods"
 KUBELET_FINALIZER = "fakekube.test/kubelet"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def _condition(ctype: str, reason: str, message: str) -> dict[str, Any]:
@@ -259,18 +260,24 @@ class JobSimulator:
         meta = job["metadata"]
         existing = {p["metadata"]["name"] for p in self._pods_of(job)}
         template = (job.get("spec") or {}).get("template") or {}
+        indexed = (job.get("spec") or {}).get("completionMode") == "Indexed"
         for i in range((job.get("spec") or {}).get("parallelism", 1)):
             pod_name = f"{meta['name']}-{i}-pod"
             if pod_name in existing:
                 continue
+            labels = dict((template.get("metadata") or {}).get("labels") or {})
+            annotations = dict((template.get("metadata") or {}).get("annotations") or {})
+            if indexed:
+                # As the real Job controller marks an Indexed Job's pods (seen on 1.37).
+                labels[COMPLETION_INDEX] = annotations[COMPLETION_INDEX] = str(i)
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
                     "name": pod_name,
                     "namespace": meta["namespace"],
-                    "labels": dict((template.get("metadata") or {}).get("labels") or {}),
-                    "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
+                    "labels": labels,
+                    "annotations": annotations,
                     "finalizers": [KUBELET_FINALIZER],
                     "ownerReferences": [
                         {

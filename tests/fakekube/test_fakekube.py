@@ -338,6 +338,19 @@ def test_a_suspended_job_loses_its_start_time_and_a_resumed_one_starts_again(kub
         assert resumed >= first
 
 
+def test_an_indexed_jobs_pods_carry_their_completion_index(kube):
+    fake, api = kube
+    b, core = client.BatchV1Api(api), client.CoreV1Api(api)
+    with JobSimulator(fake.store, pods=True):
+        b.create_namespaced_job(NS, _job(parallelism=2, completions=2,
+                                         completionMode="Indexed"))
+        pods = wait_for(lambda: (lambda ps: ps if len(ps) == 2 else None)(
+            core.list_namespaced_pod(NS).items), what="two pods")
+        key = "batch.kubernetes.io/job-completion-index"
+        assert sorted(p.metadata.labels[key] for p in pods) == ["0", "1"]
+        assert all(p.metadata.annotations[key] == p.metadata.labels[key] for p in pods)
+
+
 def test_a_throttling_fault_answers_429_with_retry_after_then_serves(kube):
     fake, api = kube
     fault = fake.add_fault("POST", "/jobs$", code=429, count=1, retry_after=7)

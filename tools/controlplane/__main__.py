@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--nodes", type=int, default=3, help="KWOK nodes (default %(default)s)")
     u.add_argument("--install", action=argparse.BooleanOptionalAction, default=True,
                    help="install jobset-decider from deploy/ (default: yes)")
+    u.add_argument("--product-gates", default="",
+                   help="the shim's --feature-gates and the webhook's --webhook-feature-gates "
+                   "(e.g. JobSetWorkloadAwareSchedulingAPI=true); default: deploy/'s (none)")
     d = sub.add_parser("down", help="stop everything DIR's control plane runs")
     d.add_argument("--dir", required=True, type=Path)
     d.add_argument("--clean", action="store_true", help="remove DIR too")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         c = cluster.up(args.dir.resolve(), args.version, nodes=args.nodes)
         if args.install:
             try:
-                product.install(c)
+                product.install(c, feature_gates=args.product_gates)
             except BaseException:
                 c.down()
                 raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import ssl
 import time
 import urllib.request
@@ -98,6 +99,45 @@ class Cluster:
 
     def down(self, grace: float = 10.0) -> list[str]:
         return self.state.stop_all(grace)
+
+    def ready(self, name: str) -> bool:
+        """Whether one of the processes serves: what `up` (and product.install) wait for."""
+        ports = self.state.data["ports"]
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        if name == "etcd":
+            with urllib.request.urlopen(f"http://127.0.0.1:{ports['etcd']}/health",
+                                        timeout=5) as resp:
+                return json.loads(resp.read()).get("health") == "true"
+        if name == "kube-apiserver":
+            return _healthz(f"{self.server}/readyz", self.ssl_context())
+        if name in ("kube-controller-manager", "kube-scheduler"):
+            port = ports[name.removeprefix("kube-")]
+            return _healthz(f"https://127.0.0.1:{port}/healthz", insecure)
+        if name == "kwok":
+            return _healthz(f"http://127.0.0.1:{ports['kwok']}/healthz", insecure)
+        product = self.state.data["product"]
+        if name == "shim":
+            with urllib.request.urlopen(product["shim_healthz"] + "/readyz", timeout=5) as resp:
+                return resp.status == 200
+        if name == "decider":
+            ctx = ssl.create_default_context(cafile=product["webhook_ca"])
+            with socket.create_connection(("127.0.0.1", product["webhook_port"]), timeout=5) \
+                    as raw, ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+                return True
+        raise KeyError(name)
+
+    def wait_ready(self, name: str, timeout: float = START_TIMEOUT) -> None:
+        record = self.state.find(name)
+        wait_for(f"{name} ready", lambda: self.ready(name), timeout, Path(record["log"]),
+                 record)
+
+    def restart(self, name: str, timeout: float = START_TIMEOUT) -> None:
+        """Stop one process and start it again as it was (same flags, ports, identity);
+        return once it serves. Fault scenarios: the API server or the shim restarted."""
+        self.state.restart(name)
+        self.wait_ready(name, timeout)
 
 
 def node_manifest(name: str, cpu: str, memory: str, pods: str,

@@ -106,12 +106,19 @@ class State:
         log_dir = self.dir / "logs"
         log_dir.mkdir(exist_ok=True)
         log = log_dir / f"{name}.log"
+        # What a process writes to a temporary directory stays in the run's directory.
+        tmp = self.dir / "tmp"
+        tmp.mkdir(exist_ok=True)
+        full_env = dict(os.environ) if env is None else dict(env)
+        full_env.setdefault("TMPDIR", str(tmp))
         with open(log, "ab") as out:
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    env=dict(env) if env is not None else None, cwd=cwd)
+                                    env=full_env, cwd=cwd)
         record = {"name": name, "pid": proc.pid, "start": start_time(proc.pid),
-                  "ports": list(ports), "log": str(log), "argv": list(argv)}
+                  "ports": list(ports), "log": str(log), "argv": list(argv),
+                  "env": dict(env) if env is not None else None,
+                  "cwd": str(cwd) if cwd is not None else None}
         # Popen's object would reap it; `down` may run in another process, so forget it here
         # and let the session leader be reaped by init once this process exits.
         proc.returncode = 0
@@ -131,6 +138,29 @@ class State:
         stop_records([record], grace)
         self.processes.remove(record)
         self.save()
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one process (its group), as a crash or an OOM kill would end it; it stays
+        recorded, so `restart` brings it back as it was."""
+        record = self.find(name)
+        _signal_group(record, signal.SIGKILL)
+        stop_records([record], 5)
+
+    def restart(self, name: str, grace: float = 10.0) -> dict[str, Any]:
+        """Stop one process (unless it is already gone) and start it again as it was: same
+        command, environment and ports, its log continued. The new record."""
+        record = self.find(name)
+        if alive(record) or group_members(record["pid"]):
+            stop_records([record], grace)
+        index = self.processes.index(record)
+        self.processes.remove(record)
+        new = self.start(name, record["argv"], record["ports"], record.get("env"),
+                         Path(record["cwd"]) if record.get("cwd") else None)
+        # Keep the start order: `stop_all` stops newest first.
+        self.processes.remove(new)
+        self.processes.insert(index, new)
+        self.save()
+        return new
 
     def stop_all(self, grace: float = 10.0) -> list[str]:
         """Stop everything, newest first; what is left behind (empty when all went)."""

@@ -5,7 +5,8 @@ and nothing else changed:
 - The Deployments are not applied: no kubelet runs containers here (a KWOK node would only
   pretend to). Their containers run on this machine instead, from this Python environment,
   with the Deployments' own command, arguments and environment, only ports and addresses
-  moved to loopback (`adapted_args`).
+  moved to loopback (`adapted_args`), each started again when it exits, as the kubelet
+  restarts a container (supervise.py).
 - The shim authenticates as deploy/'s ServiceAccount (a token from the TokenRequest API in a
   kubeconfig), so every request it makes meets deploy/'s RBAC.
 - The webhook configurations call https://127.0.0.1:PORT/<their path> instead of the Service
@@ -37,6 +38,7 @@ INSTALL = REPO / "deploy" / "install-standalone.yaml"
 NAMESPACE = "jobset-decider"
 SHIM_SERVICE_ACCOUNT = "decider-shim"
 CRD = "jobsets.jobset.x-k8s.io"
+SUPERVISE = Path(__file__).resolve().parent / "supervise.py"
 
 
 def kubectl() -> str:
@@ -107,6 +109,11 @@ def manifests(docs: list[dict[str, Any]], webhook_port: int, ca_pem: bytes
     return out
 
 
+def supervised(name: str, argv: list[str]) -> list[str]:
+    """As the kubelet runs a Deployment's container: started again whenever it exits."""
+    return [sys.executable, str(SUPERVISE), name, "--", *argv]
+
+
 def _ready(url: str) -> bool:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return resp.status == 200
@@ -155,8 +162,8 @@ def install(cluster: Cluster, feature_gates: str = "", env: dict[str, str] | Non
          "--webhook-feature-gates": feature_gates, "--webhook-self-signed": None},
         [f"--webhook-cert-file={serving.cert}", f"--webhook-key-file={serving.key}",
          "--host=127.0.0.1"])
-    decider = state.start("decider", [str(bindir / decider_spec["command"][0]),
-                                      *decider_spec["command"][1:], *decider_args],
+    decider = state.start("decider", supervised("decider", [
+        str(bindir / decider_spec["command"][0]), *decider_spec["command"][1:], *decider_args]),
                           ports=(grpc_port, webhook_port),
                           env={**base_env, **env_of(decider_spec, pod_env)}, cwd=directory)
     log = Path(decider["log"])
@@ -175,7 +182,8 @@ def install(cluster: Cluster, feature_gates: str = "", env: dict[str, str] | Non
          "--scheduling-api-version": rel.scheduling_api_version,
          "--feature-gates": feature_gates},
         [f"--kubeconfig={shim_config}", "--host=127.0.0.1"])
-    shim = state.start("shim", [str(bindir / shim_spec["command"][0]), *shim_args],
+    shim = state.start("shim", supervised("shim", [str(bindir / shim_spec["command"][0]),
+                                                   *shim_args]),
                        ports=(healthz_port,),
                        env={**base_env, **env_of(shim_spec, pod_env)}, cwd=directory)
     wait_for("the shim's /readyz", lambda: _ready(f"http://127.0.0.1:{healthz_port}/readyz"),
