@@ -100,7 +100,8 @@ app.kubernetes.io/part-of: jobset-decider
   verbs: ["list", "watch", "get", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create"]
+  {{- /* patch: a repeated event is counted on the one already written (shim/event_sink.py). */}}
+  verbs: ["create", "patch"]
 {{- end }}
 
 {{/* With InPlaceRestart the shim reads pods. */}}
