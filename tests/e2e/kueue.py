@@ -7,7 +7,7 @@
 
 The manager binary is `sigs.k8s.io/kueue/cmd/kueue` at KUEUE_VERSION, built with `go install`
 from the Go module proxy (CGO off) into ${XDG_CACHE_HOME:-~/.cache}/jobset-decider/kueue/<v>/,
-once per version (`python -m e2e.kueue build` from tests/ does only that, for CI). Its manifests
+once per version (`python -m tests.e2e.kueue build` does only that, for CI). Its manifests
 are the module's own `config/default`, rendered by `kubectl kustomize` and adapted for loopback
 (kueue_manifests.py says exactly how). The manager runs under its own ServiceAccount's token,
 so Kueue's RBAC is what it gets, as in a cluster.
@@ -28,8 +28,8 @@ from typing import IO, Any
 
 import yaml
 
-from e2e.kueue_manifests import Adapted, Loopback, adapt
-from support.certs import make_pki
+from tests.e2e.kueue_manifests import Adapted, Loopback, adapt
+from tests.support.certs import make_pki
 
 KUEUE_VERSION = "v0.17.0"
 MODULE = "sigs.k8s.io/kueue"
@@ -213,9 +213,9 @@ class Kueue:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m e2e.kueue build` (from tests/): build and cache the manager, print its path."""
+    """`python -m tests.e2e.kueue build`: build and cache the manager, print its path."""
     if argv[:1] != ["build"]:
-        print("usage: python -m e2e.kueue build [VERSION]", file=sys.stderr)
+        print("usage: python -m tests.e2e.kueue build [VERSION]", file=sys.stderr)
         return 2
     version = argv[1] if len(argv) > 1 else KUEUE_VERSION
     started = time.monotonic()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.kueue_manifests import CONFIG_KEY, CONFIG_MAP, Loopback, adapt
+from tests.e2e.kueue_manifests import CONFIG_KEY, CONFIG_MAP, Loopback, adapt
 
 LOOP = Loopback(webhook_port=19443, metrics_port=18443, health_port=18081,
                 cert_dir="/run/kueue-certs", ca_pem=b"-----BEGIN CERTIFICATE-----\nx\n")
