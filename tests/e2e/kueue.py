@@ -92,11 +92,15 @@ class Kueue:
     """One Kueue on one API server: its objects applied, its manager a child process."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, *, version: str = KUEUE_VERSION,
-                 kubectl: str = "kubectl") -> None:
+                 kubectl: str = "kubectl", processes: Any = None) -> None:
+        """`processes`: something with start(name, argv, ports=, env=, cwd=) and stop(name)
+        (the e2e control plane's process table, so its teardown finds the manager too);
+        without it the manager is a child process of this one."""
         self.kubeconfig = kubeconfig
         self.workdir = workdir
         self.version = version
         self.kubectl = kubectl
+        self.processes = processes
         self.process: subprocess.Popen[bytes] | None = None
         self.adapted: Adapted | None = None
         self.log_path = workdir / "kueue-manager.log"
@@ -134,10 +138,16 @@ class Kueue:
                          *[f"crd/{d['metadata']['name']}" for d in self.adapted.apply
                            if d["kind"] == "CustomResourceDefinition"])
         env = {**os.environ, "KUBECONFIG": str(self.service_account_kubeconfig())}
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [str(manager), f"--config={config}", "--zap-log-level=2"],
-                env=env, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
+        argv = [str(manager), f"--config={config}", "--zap-log-level=2"]
+        if self.processes is not None:
+            record = self.processes.start("kueue", argv, ports=(
+                loopback.webhook_port, loopback.health_port, loopback.metrics_port),
+                env=env, cwd=self.workdir)
+            self.log_path = Path(record["log"])
+        else:
+            with self.log_path.open("ab") as log:
+                self.process = subprocess.Popen(argv, env=env, cwd=self.workdir, stdout=log,
+                                                stderr=subprocess.STDOUT)
         self.wait_ready()
 
     def service_account_kubeconfig(self) -> Path:
@@ -186,6 +196,9 @@ class Kueue:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
+        if self.processes is not None:
+            self.processes.stop("kueue")
+            return
         if self.process is None:
             return
         self.process.terminate()
