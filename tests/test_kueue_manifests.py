@@ -101,9 +101,11 @@ def test_left_out_with_reason(doc: dict[str, Any]) -> None:
     (("internalCertManagement", "enable"), False),
     (("featureGates", "VisibilityOnDemand"), False),
     (("leaderElection", "leaderElect"), True),
+    (("leaderElection", "resourceNamespace"), "kueue-system"),
     (("integrations", "frameworks"), ["batch/job", "jobset.x-k8s.io/jobset", "pod"]),
 ], ids=["health-on-loopback", "metrics-on-loopback", "webhook-port", "webhook-host-loopback",
         "certs-from-dir", "internal-certs-off", "visibility-off", "leader-election-kept",
+        "lease-in-kueues-namespace",
         "integrations-kept"])
 def test_manager_config(path: tuple[str, str], value: Any) -> None:
     config = adapt([config_map(CONFIG)], LOOP).config

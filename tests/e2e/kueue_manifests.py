@@ -14,7 +14,8 @@ and the API server reaches it on 127.0.0.1. So, and only so:
   cannot use; this is the shape of Kueue's cert-manager option: certificates from outside,
   the CA injected into webhooks and CRDs);
 - the manager's configuration is a file, its ports on loopback and free, its certificates in
-  a directory of the run's;
+  a directory of the run's, its leader-election Lease in its namespace (a pod reads that from
+  its ServiceAccount's mount);
 - what only a pod can serve is not installed: the Deployment (the process replaces it), the
   Services in front of it, the internal-certificate Secret and the visibility APIServices (an
   APIService names a Service, never a URL; the visibility server is switched off with Kueue's
@@ -92,6 +93,7 @@ def _crd(doc: Obj, loopback: Loopback) -> Obj:
 def manager_config(config_map: Obj, loopback: Loopback) -> Obj:
     """Kueue's controller_manager_config.yaml with loopback ports and outside certificates."""
     config: Obj = yaml.safe_load((config_map.get("data") or {})[CONFIG_KEY])
+    namespace = (config_map.get("metadata") or {}).get("namespace") or "kueue-system"
     frameworks = ((config.get("integrations") or {}).get("frameworks")) or []
     if JOBSET_FRAMEWORK not in frameworks:
         raise ValueError(f"{CONFIG_MAP}: integrations.frameworks lacks {JOBSET_FRAMEWORK}")
@@ -103,6 +105,10 @@ def manager_config(config_map: Obj, loopback: Loopback) -> Obj:
                          "host": "127.0.0.1", "certDir": loopback.cert_dir}
     config["internalCertManagement"] = {"enable": False}
     config["featureGates"] = {**(config.get("featureGates") or {}), "VisibilityOnDemand": False}
+    # In a pod, controller-runtime finds the Lease's namespace in the ServiceAccount's mount;
+    # a host process has none to read.
+    config["leaderElection"] = {**(config.get("leaderElection") or {}),
+                                "resourceNamespace": namespace}
     return config
 
 
