@@ -36,6 +36,9 @@ MODULE = "sigs.k8s.io/kueue"
 NAMESPACE = "kueue-system"
 SERVICE_ACCOUNT = "kueue-controller-manager"
 READY_TIMEOUT = 180.0
+# Where Kueue's main (cmd/kueue) reads the metrics server's certificate when its internal
+# certificate management is off; Kueue's cert-manager option mounts a Secret there.
+METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 
 Obj = dict[str, Any]
 
@@ -138,7 +141,8 @@ class Kueue:
                          *[f"crd/{d['metadata']['name']}" for d in self.adapted.apply
                            if d["kind"] == "CustomResourceDefinition"])
         env = {**os.environ, "KUBECONFIG": str(self.service_account_kubeconfig())}
-        argv = [str(manager), f"--config={config}", "--zap-log-level=2"]
+        argv = self.with_metrics_certs(cert_dir, [str(manager), f"--config={config}",
+                                                  "--zap-log-level=2"])
         if self.processes is not None:
             record = self.processes.start("kueue", argv, ports=(
                 loopback.webhook_port, loopback.health_port, loopback.metrics_port),
@@ -149,6 +153,26 @@ class Kueue:
                 self.process = subprocess.Popen(argv, env=env, cwd=self.workdir, stdout=log,
                                                 stderr=subprocess.STDOUT)
         self.wait_ready()
+
+    def with_metrics_certs(self, cert_dir: Path, argv: list[str]) -> list[str]:
+        """The manager started where it finds a certificate at METRICS_CERTS.
+
+        With internal certificate management off, Kueue's main reads its metrics server's
+        certificate from that fixed path (in its pod, a mounted Secret) and exits without it.
+        Here it gets a mount namespace of its own in which /etc is this machine's /etc with
+        that directory laid over it (overlayfs; the upper layer is in the run's directory), so
+        nothing outside the run is written. Needs CAP_SYS_ADMIN (root on this machine)."""
+        upper = self.workdir / "etc-overlay" / "upper"
+        work = self.workdir / "etc-overlay" / "work"
+        certs = upper / METRICS_CERTS.relative_to("/etc")
+        certs.mkdir(parents=True, exist_ok=True)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in ("tls.crt", "tls.key"):
+            shutil.copy(cert_dir / name, certs / name)
+        mount = (f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} "
+                 '/etc && exec "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, "kueue",
+                *argv]
 
     def service_account_kubeconfig(self) -> Path:
         """The admin kubeconfig's cluster, with a token of Kueue's own ServiceAccount."""

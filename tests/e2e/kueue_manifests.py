@@ -15,7 +15,8 @@ and the API server reaches it on 127.0.0.1. So, and only so:
   the CA injected into webhooks and CRDs);
 - the manager's configuration is a file, its ports on loopback and free, its certificates in
   a directory of the run's, its leader-election Lease in its namespace (a pod reads that from
-  its ServiceAccount's mount);
+  its ServiceAccount's mount); the certificate its metrics server reads from the fixed path
+  /etc/kueue/metrics/certs laid over /etc in a mount namespace of its own (kueue.py);
 - what only a pod can serve is not installed: the Deployment (the process replaces it), the
   Services in front of it, the internal-certificate Secret and the visibility APIServices (an
   APIService names a Service, never a URL; the visibility server is switched off with Kueue's
