@@ -19,8 +19,10 @@ import pytest
 from decider.contract.limits import DEFAULT as LIMITS
 from decider.contract.methods import METHODS
 from decider_api.v1 import decider_pb2 as pb
+from shim.kube_errors import KubeError
+from shim.kube_resource import Resource
 from shim.kueue_check import workloads as wl
-from shim.kueue_check.controller import CheckConfig, ask
+from shim.kueue_check.controller import AdmissionCheckController, CheckConfig, ask
 from shim.kueue_check.podsets import differences
 from shim.kueue_check.verdict import (
     PENDING,
@@ -339,3 +341,72 @@ def test_active_patch(conditions: list[dict[str, Any]], generation: int, patched
         (cond,) = patch["status"]["conditions"]
         assert (cond["type"], cond["status"], cond["observedGeneration"]) == (
             "Active", "True", generation)
+
+
+class RecordingKube:
+    """The API as the controller uses it: kinds resolved, JobSets read, writes recorded."""
+
+    PLURALS = {"AdmissionCheck": ("admissionchecks", False), "Workload": ("workloads", True),
+               "JobSet": ("jobsets", True)}
+
+    def __init__(self, jobsets: dict[str, dict[str, Any]]) -> None:
+        self.jobsets = jobsets
+        self.writes: list[tuple[str, str, dict[str, str], dict[str, Any], str]] = []
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        plural, namespaced = self.PLURALS[kind]
+        return Resource(api_version, kind, plural, namespaced)
+
+    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
+        if name not in self.jobsets:
+            raise KubeError("GET", res.path(namespace, name), status=404, reason="NotFound")
+        return self.jobsets[name]
+
+    def request(self, method: str, path: str, query: dict[str, str], body: dict[str, Any],
+                content_type: str) -> None:
+        self.writes.append((method, path, query, body, content_type))
+
+
+def controller_with(jobsets: dict[str, dict[str, Any]], objects: list[dict[str, Any]]) -> Any:
+    kube = RecordingKube(jobsets)
+    ctl = AdmissionCheckController(kube, InProcess(), CheckConfig(controller_name="x/check"),
+                                   clock=lambda: NOW)
+    ctl.checks._put(("", "decider"), {"metadata": {"name": "decider", "generation": 1},
+                                      "spec": {"controllerName": "x/check"}})
+    for obj in objects:
+        ctl.workloads._put((obj["metadata"]["namespace"], obj["metadata"]["name"]), obj)
+    return ctl, kube
+
+
+WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/jobset-trainer-1a2b3/status"
+
+
+@pytest.mark.parametrize(("owner", "jobsets", "writes"), [
+    ("trainer", {"trainer": TRAINER}, [(WL_PATH, READY)]),
+    ("trainer", {"trainer": INVALID}, [(WL_PATH, REJECTED)]),
+    (None, {}, [(WL_PATH, READY)]),
+    ("trainer", {}, []),
+], ids=["jobset-judged-ready", "invalid-jobset-rejected", "not-a-jobsets-workload-ready",
+        "jobset-gone-nothing-written"])
+def test_reconcile_writes_one_apply(owner: str | None, jobsets: dict[str, dict[str, Any]],
+                                    writes: list[tuple[str, str]]) -> None:
+    obj = workload({"QuotaReserved": "True"}, [("decider", PENDING), ("other", PENDING)],
+                   owner=owner)
+    obj["spec"] = {"podSets": kueue_pod_sets(TRAINER)}
+    ctl, kube = controller_with(jobsets, [obj])
+    ctl.reconcile(("team-a", "jobset-trainer-1a2b3"))
+    assert [(w[1], w[3]["status"]["admissionChecks"][0]["state"]) for w in kube.writes] == writes
+    for method, _, query, body, content_type in kube.writes:
+        # A server-side apply of our entry alone, forced, as the check's own field manager.
+        assert (method, content_type) == ("PATCH", "application/apply-patch+yaml")
+        assert query == {"fieldManager": "x-check", "force": "true"}
+        assert [e["name"] for e in body["status"]["admissionChecks"]] == ["decider"]
+
+
+def test_reconcile_marks_our_check_active() -> None:
+    ctl, kube = controller_with({}, [])
+    ctl.reconcile(("admissionchecks", "decider"))
+    ((method, path, _, body, _),) = kube.writes
+    assert (method, path) == ("PATCH",
+                              "/apis/kueue.x-k8s.io/v1beta2/admissionchecks/decider/status")
+    assert body["status"]["conditions"][0]["type"] == "Active"
