@@ -22,6 +22,7 @@ import grpc
 from decider_api.v1 import decider_pb2 as pb
 from decider_client import observe
 from shim.admission import admission_view
+from shim.events import EventRecorder
 from shim.informer import Informer
 from shim.kube import Kube, Obj
 from shim.kube_errors import KubeError
@@ -94,6 +95,9 @@ class AdmissionCheckController:
         self._stop = threading.Event()
         # Verdicts written, by state (for logs and tests).
         self.written: dict[str, int] = {}
+        # The verdict told on the JobSet too: Kueue resets a Rejected or Retry entry to Pending
+        # within a second, and only a rejection's message survives in Kueue's own event.
+        self.recorder = EventRecorder(kube, config.controller_name, config.controller_name)
 
     # ---- events ---------------------------------------------------------------------------
 
@@ -179,22 +183,30 @@ class AdmissionCheckController:
         checks = wl.pending(workload, self._ours())
         if not checks:
             return
-        verdict = self.verdict(workload)
-        if verdict is None:
+        judged = self.verdict(workload)
+        if judged is None:
             return
+        verdict, jobset = judged
         for check in checks:
             self._apply(self.workloads_res.path(first, name, "status"),
                         wl.state_patch(workload, check, verdict, self.clock()))
             self.written[verdict.state] = self.written.get(verdict.state, 0) + 1
             log.info("Workload %s/%s: check %s %s: %s", first, name, check, verdict.state,
                      verdict.message)
+            if jobset is not None:
+                after = (f" (requeued after {verdict.requeue_after_seconds}s)"
+                         if verdict.requeue_after_seconds is not None else "")
+                self.recorder.record(jobset, "Normal" if verdict.state == READY else "Warning",
+                                     f"AdmissionCheck{verdict.state}",
+                                     f"{check} on Workload {name}: {verdict.message}{after}")
 
-    def verdict(self, workload: Obj) -> Verdict | None:
-        """The check's answer for this Workload; None when there is nothing to judge yet."""
+    def verdict(self, workload: Obj) -> tuple[Verdict, Obj | None] | None:
+        """The check's answer for this Workload, and its JobSet; None when there is nothing to
+        judge yet."""
         meta = workload["metadata"]
         owner = wl.jobset_owner(workload)
         if owner is None:
-            return Verdict(READY, "not a JobSet's Workload: nothing for the decider to check")
+            return Verdict(READY, "not a JobSet's Workload: nothing for the decider to check"), None
         try:
             jobset = self.kube.get(self.jobsets_res, meta["namespace"], owner)
         except KubeError as exc:
@@ -202,7 +214,7 @@ class AdmissionCheckController:
                 return None  # the JobSet is gone; its Workload follows it
             raise
         return ask(self.decider, self.config, jobset,
-                   list((workload.get("spec") or {}).get("podSets") or []))
+                   list((workload.get("spec") or {}).get("podSets") or [])), jobset
 
     def _apply(self, path: str, body: Obj) -> None:
         self.kube.request("PATCH", path, {"fieldManager": self.config.controller_name.replace(

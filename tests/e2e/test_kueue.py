@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.framework import (
     EXIT_CODE,
+    condition,
     conditions,
     eventually,
     has_condition,
@@ -208,16 +209,24 @@ def test_check_rejects_a_jobset_created_while_the_webhook_was_down(e2e, queue):
 
     name = the_workload(e2e, ns, "unchecked")["metadata"]["name"]
     wl_path = f"{KUEUE}/namespaces/{ns}/workloads/{name}"
-    rejected = eventually("the check Rejected", lambda: kube.get(wl_path),
-                          lambda w: check_state(w, queue.check).get("state") == "Rejected",
-                          show=lambda w: (w.get("status") or {}).get("admissionChecks"))
-    message = check_state(rejected, queue.check)["message"]
-    assert message.startswith(f"decider Validate: JobSet {ns}/unchecked is invalid: "), message
-    assert ("spec.failurePolicy.rules[0].targetReplicatedJobs[0]: invalid replicatedJob name "
-            "'nope'") in message, message
-    # Kueue deactivates a rejected Workload: it never runs, and gives its quota back.
-    eventually("the Workload deactivated", lambda: kube.get(wl_path),
-               lambda w: w["spec"].get("active") is False, show=lambda w: w["spec"])
+    # Kueue deactivates a Workload with a Rejected check (and at once resets the entry to
+    # Pending): it never runs, and gives its quota back. The decider's message stays in
+    # Kueue's event on the Workload, and in the check's event on the JobSet.
+    deactivated = eventually("the Workload deactivated by the check", lambda: kube.get(wl_path),
+                             lambda w: w["spec"].get("active") is False
+                             and (condition(w, "Evicted") or {}).get("reason")
+                             == "DeactivatedDueToAdmissionCheck",
+                             show=lambda w: (w["spec"].get("active"), conditions(w)))
+    assert queue.check in condition(deactivated, "Evicted")["message"]
+    said = (f"decider Validate: JobSet {ns}/unchecked is invalid: spec.failurePolicy.rules[0]."
+            "targetReplicatedJobs[0]: invalid replicatedJob name 'nope'")
+    (kueue_event,) = eventually("Kueue's AdmissionCheckRejected event", lambda: [
+        e for e in kube.events(ns) if e["reason"] == "AdmissionCheckRejected"
+        and e["involvedObject"]["name"] == name], lambda es: len(es) == 1)
+    assert said in kueue_event["message"], kueue_event["message"]
+    ours = [e for e in kube.events(ns) if e["reason"] == "AdmissionCheckRejected"
+            and e["involvedObject"]["kind"] == "JobSet"]
+    assert ours and ours[0]["type"] == "Warning" and said in ours[0]["message"], ours
     eventually("no quota held", lambda: kube.get(f"{KUEUE}/clusterqueues/"
                                                  f"{queue.cluster_queue}"),
                lambda cq: reserved_cpu(cq, queue.flavor) == "0",
@@ -235,12 +244,18 @@ def test_check_retries_after_the_pushback_while_the_decider_sheds(e2e, ns, kueue
         kube.create_jobset(queued(ns, "busy"))
         name = the_workload(e2e, ns, "busy")["metadata"]["name"]
         wl_path = f"{KUEUE}/namespaces/{ns}/workloads/{name}"
-        retried = eventually("the check Retry", lambda: kube.get(wl_path),
-                             lambda w: check_state(w, queue.check).get("state") == "Retry",
+        # Kueue evicts a Workload with a Retry check and resets the entry to Pending at once,
+        # keeping requeueAfterSeconds and counting the retry: those stay.
+        retried = eventually("the check retried after the pushback", lambda: kube.get(wl_path),
+                             lambda w: (check_state(w, queue.check).get("retryCount") or 0) >= 1,
                              show=lambda w: (w.get("status") or {}).get("admissionChecks"))
         state = check_state(retried, queue.check)
         assert state["requeueAfterSeconds"] == 2, state
-        assert "RESOURCE_EXHAUSTED" in state["message"] and "pushback 2s" in state["message"]
+        told = [e for e in kube.events(ns) if e["reason"] == "AdmissionCheckRetry"
+                and e["involvedObject"]["name"] == "busy"]
+        assert told and "RESOURCE_EXHAUSTED" in told[0]["message"] \
+            and "pushback 2s" in told[0]["message"] \
+            and "requeued after 2s" in told[0]["message"], told
         assert shedding.shed >= 1
         assert kube.jobset(ns, "busy")["spec"].get("suspend") is True
         # The decider recovers: the next time Kueue asks, the check is Ready and it runs.

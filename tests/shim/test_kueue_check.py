@@ -347,11 +347,12 @@ class RecordingKube:
     """The API as the controller uses it: kinds resolved, JobSets read, writes recorded."""
 
     PLURALS = {"AdmissionCheck": ("admissionchecks", False), "Workload": ("workloads", True),
-               "JobSet": ("jobsets", True)}
+               "JobSet": ("jobsets", True), "Event": ("events", True)}
 
     def __init__(self, jobsets: dict[str, dict[str, Any]]) -> None:
         self.jobsets = jobsets
         self.writes: list[tuple[str, str, dict[str, str], dict[str, Any], str]] = []
+        self.events: list[dict[str, Any]] = []
 
     def resource(self, api_version: str, kind: str) -> Any:
         plural, namespaced = self.PLURALS[kind]
@@ -365,6 +366,11 @@ class RecordingKube:
     def request(self, method: str, path: str, query: dict[str, str], body: dict[str, Any],
                 content_type: str) -> None:
         self.writes.append((method, path, query, body, content_type))
+
+    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        assert res.kind == "Event", res
+        self.events.append(body)
+        return body
 
 
 def controller_with(jobsets: dict[str, dict[str, Any]], objects: list[dict[str, Any]]) -> Any:
@@ -381,21 +387,27 @@ def controller_with(jobsets: dict[str, dict[str, Any]], objects: list[dict[str, 
 WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/jobset-trainer-1a2b3/status"
 
 
-@pytest.mark.parametrize(("owner", "jobsets", "writes"), [
-    ("trainer", {"trainer": TRAINER}, [(WL_PATH, READY)]),
-    ("trainer", {"trainer": INVALID}, [(WL_PATH, REJECTED)]),
-    (None, {}, [(WL_PATH, READY)]),
-    ("trainer", {}, []),
+@pytest.mark.parametrize(("owner", "jobsets", "writes", "events"), [
+    ("trainer", {"trainer": TRAINER}, [(WL_PATH, READY)], [("Normal", "AdmissionCheckReady")]),
+    ("trainer", {"trainer": INVALID}, [(WL_PATH, REJECTED)],
+     [("Warning", "AdmissionCheckRejected")]),
+    (None, {}, [(WL_PATH, READY)], []),
+    ("trainer", {}, [], []),
 ], ids=["jobset-judged-ready", "invalid-jobset-rejected", "not-a-jobsets-workload-ready",
         "jobset-gone-nothing-written"])
 def test_reconcile_writes_one_apply(owner: str | None, jobsets: dict[str, dict[str, Any]],
-                                    writes: list[tuple[str, str]]) -> None:
+                                    writes: list[tuple[str, str]],
+                                    events: list[tuple[str, str]]) -> None:
     obj = workload({"QuotaReserved": "True"}, [("decider", PENDING), ("other", PENDING)],
                    owner=owner)
     obj["spec"] = {"podSets": kueue_pod_sets(TRAINER)}
     ctl, kube = controller_with(jobsets, [obj])
     ctl.reconcile(("team-a", "jobset-trainer-1a2b3"))
     assert [(w[1], w[3]["status"]["admissionChecks"][0]["state"]) for w in kube.writes] == writes
+    # The verdict is told on the JobSet: Kueue resets a Rejected or Retry entry at once.
+    assert [(e["type"], e["reason"]) for e in kube.events] == events
+    assert all(e["involvedObject"]["name"] == "trainer" and e["message"].startswith(
+        "decider on Workload jobset-trainer-1a2b3: decider") for e in kube.events)
     for method, _, query, body, content_type in kube.writes:
         # A server-side apply of our entry alone, forced, as the check's own field manager.
         assert (method, content_type) == ("PATCH", "application/apply-patch+yaml")
