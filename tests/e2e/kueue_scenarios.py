@@ -133,15 +133,23 @@ def admission_check(name: str, controller_name: str) -> dict[str, Any]:
 
 
 def cluster_queue(name: str, namespace: str, flavor_name: str, cpus: int,
-                  checks: list[str]) -> dict[str, Any]:
+                  checks: list[str], preemption: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
             {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": str(cpus)}]}]}]}
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
+    if preemption:
+        spec["preemption"] = preemption
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": name}, "spec": spec}
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name}, "value": value}
 
 
 def local_queue(namespace: str, name: str, cluster_queue_name: str) -> dict[str, Any]:
@@ -152,7 +160,8 @@ def local_queue(namespace: str, name: str, cluster_queue_name: str) -> dict[str,
 
 def create_cluster_scoped(kube: Kube, obj: dict[str, Any]) -> dict[str, Any]:
     plural = {"ResourceFlavor": "resourceflavors", "AdmissionCheck": "admissionchecks",
-              "ClusterQueue": "clusterqueues"}[obj["kind"]]
+              "ClusterQueue": "clusterqueues",
+              "WorkloadPriorityClass": "workloadpriorityclasses"}[obj["kind"]]
     return kube.create(f"{KUEUE}/{plural}", obj)
 
 

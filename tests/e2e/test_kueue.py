@@ -3,18 +3,16 @@
 Kueue is built from its module and installed from its own manifests (tests/e2e/kueue.py); the
 decider-backed AdmissionCheck runs as deploy/components/kueue-check runs it
 (tests/e2e/kueue_scenarios.py). Every test has a ResourceFlavor, ClusterQueue and
-AdmissionCheck of its own, and KWOK nodes of its own that carry the flavor's label and taint.
+AdmissionCheck of its own, and KWOK nodes of its own (tests/e2e/kueue_fixtures.py).
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tests.e2e import kueue_fixtures
 from tests.e2e.framework import (
     EXIT_CODE,
     condition,
@@ -25,127 +23,33 @@ from tests.e2e.framework import (
     phases,
     replicated_job,
 )
-from tests.e2e.kueue import Kueue
+from tests.e2e.kueue_fixtures import (
+    POOL_LABEL,
+    SHEDDING_CONTROLLER,
+    finish,
+    make_queue,
+    queued,
+    remove_queue,
+    restore,
+    running,
+    the_workload,
+    without_decider_webhooks,
+)
 from tests.e2e.kueue_scenarios import (
     KUEUE,
     QUEUE_LABEL,
-    SheddingDecider,
-    admission_check,
     check_state,
-    cluster_queue,
     create_cluster_scoped,
-    flavor,
-    local_queue,
+    priority_class,
     reserved_cpu,
-    start_check,
     workloads,
 )
-from tools.controlplane.product import kubectl
 
 pytestmark = [pytest.mark.e2e, pytest.mark.waits]
 
-CHECK_CONTROLLER = "jobset-decider.x-k8s.io/admission-check"
-SHEDDING_CONTROLLER = "e2e.jobset-decider.io/shedding-check"
-POOL_LABEL = "e2e.jobset-decider.io/pool"
-
-
-@dataclass
-class KueueEnv:
-    kueue: Kueue
-    shedding: SheddingDecider
-
-
-@pytest.fixture(scope="module")
-def kueue_env(e2e: Any) -> Iterator[KueueEnv]:
-    """Kueue and two check controllers (one asking the decider, one a decider that sheds
-    while told to), for this module only: Kueue's pod webhook would otherwise stand in front of
-    every other test's pods."""
-    cluster = e2e.cluster
-    kueue = Kueue(cluster.kubeconfig, cluster.dir / "kueue", kubectl=kubectl(),
-                  processes=cluster.state)
-    try:
-        kueue.install()
-        start_check(cluster, e2e.product["decider_address"], CHECK_CONTROLLER, "kueue-check")
-        with SheddingDecider(e2e.product["decider_address"], pushback_ms=2000) as shedding:
-            start_check(cluster, f"127.0.0.1:{shedding.port}", SHEDDING_CONTROLLER,
-                        "kueue-check-shedding", ("--decider-timeout=3",))
-            yield KueueEnv(kueue, shedding)
-    finally:
-        for name in ("kueue-check", "kueue-check-shedding"):
-            if any(p["name"] == name for p in cluster.state.processes):
-                cluster.state.stop(name)
-        kueue.uninstall()
-
-
-@dataclass
-class Queue:
-    ns: str
-    flavor: str
-    cluster_queue: str
-    check: str
-    nodes: list[str]
-    labels: dict[str, str]
-
-
-def make_queue(e2e: Any, ns: str, cpus: int = 8,
-               controller: str = CHECK_CONTROLLER) -> Queue:
-    """A flavor whose nodes (2 KWOK nodes, labelled and tainted) only this test uses, a
-    ClusterQueue of `cpus` CPUs in it asking `controller`'s AdmissionCheck, a LocalQueue."""
-    kube = e2e.kube
-    suffix = secrets.token_hex(3)
-    labels = {POOL_LABEL: f"pool-{suffix}"}
-    taint = (POOL_LABEL, f"pool-{suffix}")
-    nodes = e2e.cluster.add_nodes(2, prefix=f"kueue-{suffix}", labels=labels)
-    for node in nodes:
-        kube.patch(f"/api/v1/nodes/{node}", {"spec": {"taints": [
-            {"key": taint[0], "value": taint[1], "effect": "NoSchedule"}]}})
-    queue = Queue(ns, f"flavor-{suffix}", f"cq-{suffix}", f"check-{suffix}", nodes, labels)
-    create_cluster_scoped(kube, flavor(queue.flavor, labels, taint))
-    create_cluster_scoped(kube, admission_check(queue.check, controller))
-    create_cluster_scoped(kube, cluster_queue(queue.cluster_queue, ns, queue.flavor, cpus,
-                                              [queue.check]))
-    kube.create(f"{KUEUE}/namespaces/{ns}/localqueues", local_queue(ns, "user-queue",
-                                                                     queue.cluster_queue))
-    eventually(f"ClusterQueue {queue.cluster_queue} Active", lambda: kube.get(
-        f"{KUEUE}/clusterqueues/{queue.cluster_queue}"),
-        lambda cq: has_condition(cq, "Active"), show=conditions)
-    return queue
-
-
-@pytest.fixture
-def queue(e2e: Any, ns: str, kueue_env: KueueEnv) -> Iterator[Queue]:
-    made = make_queue(e2e, ns)
-    yield made
-    remove_queue(e2e, made)
-
-
-def remove_queue(e2e: Any, queue: Queue) -> None:
-    kube = e2e.kube
-    for path in (f"{KUEUE}/clusterqueues/{queue.cluster_queue}",
-                 f"{KUEUE}/admissionchecks/{queue.check}",
-                 f"{KUEUE}/resourceflavors/{queue.flavor}",
-                 *[f"/api/v1/nodes/{n}" for n in queue.nodes]):
-        if kube.maybe(path) is not None:
-            kube.delete(path)
-
-
-def queued(ns: str, name: str, **spec: Any) -> dict[str, Any]:
-    """A shim-managed JobSet for LocalQueue user-queue: a leader and 2 workers of 2 pods, one
-    CPU each (5 CPUs)."""
-    cpu = {"name": "main", "image": "registry.invalid/e2e:1", "command": ["true"],
-           "resources": {"requests": {"cpu": "1"}}}
-    js = jobset(ns, name, [replicated_job("leader", container=cpu),
-                           replicated_job("workers", replicas=2, parallelism=2, completions=2,
-                                          container=cpu)], **spec)
-    js["metadata"]["labels"] = {QUEUE_LABEL: "user-queue"}
-    return js
-
-
-def the_workload(e2e: Any, ns: str, name: str) -> dict[str, Any]:
-    found = eventually(f"the Workload of JobSet {name}", lambda: workloads(e2e.kube, ns, name),
-                       lambda ws: len(ws) == 1,
-                       show=lambda ws: [w["metadata"]["name"] for w in ws])
-    return found[0]
+# The fixtures, by name (a module-scoped Kueue for this module, a queue per test).
+kueue_env = kueue_fixtures.kueue_env
+queue = kueue_fixtures.queue
 
 
 def test_queued_jobset_admitted_resumed_on_the_flavor_and_quota_released(e2e, queue):
@@ -237,7 +141,7 @@ def test_check_rejects_a_jobset_created_while_the_webhook_was_down(e2e, queue):
 
 def test_check_retries_after_the_pushback_while_the_decider_sheds(e2e, ns, kueue_env):
     kube = e2e.kube
-    queue = make_queue(e2e, ns, controller=SHEDDING_CONTROLLER)
+    own = make_queue(e2e, ns, controller=SHEDDING_CONTROLLER)
     shedding = kueue_env.shedding
     shedding.shedding.set()
     try:
@@ -247,9 +151,9 @@ def test_check_retries_after_the_pushback_while_the_decider_sheds(e2e, ns, kueue
         # Kueue evicts a Workload with a Retry check and resets the entry to Pending at once,
         # keeping requeueAfterSeconds and counting the retry: those stay.
         retried = eventually("the check retried after the pushback", lambda: kube.get(wl_path),
-                             lambda w: (check_state(w, queue.check).get("retryCount") or 0) >= 1,
+                             lambda w: (check_state(w, own.check).get("retryCount") or 0) >= 1,
                              show=lambda w: (w.get("status") or {}).get("admissionChecks"))
-        state = check_state(retried, queue.check)
+        state = check_state(retried, own.check)
         assert state["requeueAfterSeconds"] == 2, state
         told = [e for e in kube.events(ns) if e["reason"] == "AdmissionCheckRetry"
                 and e["involvedObject"]["name"] == "busy"]
@@ -268,29 +172,7 @@ def test_check_retries_after_the_pushback_while_the_decider_sheds(e2e, ns, kueue
     finally:
         shedding.shedding.clear()
         kube.delete(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets/busy")
-        remove_queue(e2e, queue)
-
-
-DECIDER_HOOKS = ("mutatingwebhookconfigurations/jobset-decider-mutating",
-                 "validatingwebhookconfigurations/jobset-decider-validating")
-ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-
-
-def without_decider_webhooks(e2e: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The decider's webhook configurations removed (the webhook "down"); what was removed."""
-    saved = []
-    for hook in DECIDER_HOOKS:
-        obj = e2e.kube.get(f"{ADMISSION}/{hook}")
-        e2e.kube.delete(f"{ADMISSION}/{hook}")
-        saved.append((hook.split("/")[0], obj))
-    return saved
-
-
-def restore(e2e: Any, saved: list[tuple[str, dict[str, Any]]]) -> None:
-    for plural, obj in saved:
-        meta = obj["metadata"]
-        obj["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
-        e2e.kube.create(f"{ADMISSION}/{plural}", obj)
+        remove_queue(e2e, own)
 
 
 def test_per_job_admission_in_the_independent_mode(e2e, ns, kueue_env):
@@ -300,7 +182,7 @@ def test_per_job_admission_in_the_independent_mode(e2e, ns, kueue_env):
     by one within the quota; the shim leaves each Job's suspend to Kueue, where upstream's
     controller would resume every Job of the running JobSet at once."""
     kube = e2e.kube
-    queue = make_queue(e2e, ns, cpus=2)
+    own = make_queue(e2e, ns, cpus=2)
     try:
         two_cpus = {"name": "main", "image": "registry.invalid/e2e:1", "command": ["true"],
                     "resources": {"requests": {"cpu": "2"}}}
@@ -331,7 +213,7 @@ def test_per_job_admission_in_the_independent_mode(e2e, ns, kueue_env):
         running = next(j for j in jobs if not j["spec"].get("suspend"))
         held = next(j for j in jobs if j["spec"].get("suspend"))
         pod = running["spec"]["template"]["spec"]
-        assert pod.get("nodeSelector") == queue.labels, pod  # Kueue's flavor, on the Job
+        assert pod.get("nodeSelector") == own.labels, pod  # Kueue's flavor, on the Job
         js_now = kube.jobset(ns, "apart")
         assert not has_condition(js_now, "Suspended"), conditions(js_now)
 
@@ -356,4 +238,104 @@ def test_per_job_admission_in_the_independent_mode(e2e, ns, kueue_env):
         eventually("JobSet apart Completed", lambda: kube.jobset(ns, "apart"),
                    lambda j: has_condition(j, "Completed"), show=conditions)
     finally:
-        remove_queue(e2e, queue)
+        remove_queue(e2e, own)
+
+
+def workload_path(e2e: Any, ns: str, jobset_name: str) -> str:
+    return f"{KUEUE}/namespaces/{ns}/workloads/" + the_workload(e2e, ns, jobset_name)[
+        "metadata"]["name"]
+
+
+def test_a_second_jobset_beyond_the_quota_waits_then_runs(e2e, queue):
+    kube, ns = e2e.kube, queue.ns
+    kube.create_jobset(queued(ns, "first"))
+    first = running(kube, ns, "first", 5)
+    kube.create_jobset(queued(ns, "second"))
+    # 5 + 5 CPUs > 8: Kueue reserves nothing for the second, which stays suspended, no pod.
+    path = workload_path(e2e, ns, "second")
+    eventually("the second Workload pending for quota", lambda: kube.get(path),
+               lambda w: (condition(w, "QuotaReserved") or {}).get("status") == "False",
+               show=conditions)
+    assert kube.jobset(ns, "second")["spec"].get("suspend") is True
+    assert kube.pods(ns, "second") == [] and not has_condition(kube.get(path), "Admitted")
+
+    finish(kube, ns, first)
+    eventually("JobSet first Completed", lambda: kube.jobset(ns, "first"),
+               lambda j: has_condition(j, "Completed"), show=conditions)
+    eventually("the second admitted once the first finished", lambda: kube.get(path),
+               lambda w: has_condition(w, "Admitted"), show=conditions)
+    finish(kube, ns, running(kube, ns, "second", 5))
+    eventually("JobSet second Completed", lambda: kube.jobset(ns, "second"),
+               lambda j: has_condition(j, "Completed"), show=conditions)
+
+
+def test_preempted_by_priority_then_resumed_with_its_counters(e2e, ns, kueue_env):
+    kube = e2e.kube
+    own = make_queue(e2e, ns, preemption={"withinClusterQueue": "LowerPriority"})
+    low, high = f"low-{own.flavor}", f"high-{own.flavor}"
+    create_cluster_scoped(kube, priority_class(low, 100))
+    create_cluster_scoped(kube, priority_class(high, 1000))
+    try:
+        js = queued(ns, "batch")
+        js["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = low
+        kube.create_jobset(js)
+        running(kube, ns, "batch", 5)
+        urgent = queued(ns, "urgent")
+        urgent["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = high
+        kube.create_jobset(urgent)
+
+        # Kueue suspends the low-priority JobSet; the shim stops its Jobs as upstream does
+        # (each Job suspended, its pods gone), and counts no restart.
+        eventually("JobSet batch suspended by Kueue", lambda: kube.jobset(ns, "batch"),
+                   lambda j: j["spec"].get("suspend") is True, show=lambda j: j["spec"])
+        eventually("batch's Jobs suspended, their pods gone", lambda: (
+            kube.jobs(ns, "batch"), kube.pods(ns, "batch")),
+            lambda seen: len(seen[0]) == 3 and all(j["spec"].get("suspend") for j in seen[0])
+            and seen[1] == [], show=lambda seen: (
+                {j["metadata"]["name"]: j["spec"].get("suspend") for j in seen[0]},
+                phases(seen[1])))
+        finish(kube, ns, running(kube, ns, "urgent", 5))
+        eventually("JobSet urgent Completed", lambda: kube.jobset(ns, "urgent"),
+                   lambda j: has_condition(j, "Completed"), show=conditions)
+
+        # Re-admitted once the quota is free: resumed, with the flavor again, and finished.
+        resumed = eventually("JobSet batch resumed", lambda: kube.jobset(ns, "batch"),
+                             lambda j: j["spec"].get("suspend") is False,
+                             show=lambda j: j["spec"])
+        pod = resumed["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        assert pod.get("nodeSelector") == own.labels, pod
+        finish(kube, ns, running(kube, ns, "batch", 5))
+        done = eventually("JobSet batch Completed", lambda: kube.jobset(ns, "batch"),
+                          lambda j: has_condition(j, "Completed"), show=conditions)
+        assert done["status"].get("restarts", 0) == 0, done["status"]
+        assert {r["name"]: r.get("succeeded", 0) for r in
+                done["status"]["replicatedJobsStatus"]} == {"leader": 1, "workers": 2}
+    finally:
+        for name in (low, high):
+            kube.delete(f"{KUEUE}/workloadpriorityclasses/{name}")
+        remove_queue(e2e, own)
+
+
+def test_failure_policy_restart_is_not_a_readmission(e2e, queue):
+    kube, ns = e2e.kube, queue.ns
+    kube.create_jobset(queued(ns, "retrier", failurePolicy={"maxRestarts": 1}))
+    pods = running(kube, ns, "retrier", 5)
+    path = workload_path(e2e, ns, "retrier")
+    admitted = condition(kube.get(path), "Admitted")
+    assert admitted and admitted["status"] == "True", admitted
+
+    worker = next(p for p in pods if "workers" in p["metadata"]["name"])
+    finish(kube, ns, [worker], "3")
+    restarted = eventually("JobSet retrier restarted once", lambda: kube.jobset(ns, "retrier"),
+                           lambda j: (j.get("status") or {}).get("restarts") == 1,
+                           show=lambda j: (j.get("status") or {}).get("restarts"))
+    assert restarted["spec"].get("suspend") is False
+    again = running(kube, ns, "retrier", 5)
+    assert {p["spec"]["nodeName"] for p in again} <= set(queue.nodes)
+    # The Workload kept its admission throughout: no eviction, the same Admitted condition.
+    workload = kube.get(path)
+    assert condition(workload, "Admitted") == admitted, conditions(workload)
+    assert not has_condition(workload, "Evicted"), conditions(workload)
+    finish(kube, ns, again)
+    eventually("JobSet retrier Completed", lambda: kube.jobset(ns, "retrier"),
+               lambda j: has_condition(j, "Completed"), show=conditions)
