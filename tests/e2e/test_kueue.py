@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 
+from decider_client import DeciderClient
+from decider_client.observe import build_pod_sets_request
 from tests.e2e import kueue_fixtures
 from tests.e2e.framework import (
     EXIT_CODE,
@@ -44,6 +47,7 @@ from tests.e2e.kueue_scenarios import (
     reserved_cpu,
     workloads,
 )
+from tools.controlplane import versions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.waits]
 
@@ -339,3 +343,40 @@ def test_failure_policy_restart_is_not_a_readmission(e2e, queue):
     finish(kube, ns, again)
     eventually("JobSet retrier Completed", lambda: kube.jobset(ns, "retrier"),
                lambda j: has_condition(j, "Completed"), show=conditions)
+
+
+def test_gang_jobsets_pod_sets_on_kueues_workload_equal_the_deciders(e2e, queue):
+    """A spec.scheduling JobSet (a Basic driver, 2 x 4 workers as one gang in one rack): the
+    pod sets Kueue writes on its Workload are the decider's PodSets, field for field. The
+    product here runs without JobSetWorkloadAwareSchedulingAPI, so the JobSet is created with
+    the decider's webhook down and nothing runs it; only the two views are compared."""
+    kube, ns = e2e.kube, queue.ns
+    cpu = {"name": "main", "image": "registry.invalid/e2e:1", "command": ["true"],
+           "resources": {"requests": {"cpu": "1"}}}
+    js = queued(ns, "gang", scheduling={"replicatedJobs": [
+        {"targetReplicatedJobs": ["driver"], "schedulingPolicy": {"basic": {}}},
+        {"targetReplicatedJobs": ["workers"], "schedulingPolicy": {"gang": {}},
+         "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}}]})
+    js["spec"]["replicatedJobs"] = [
+        replicated_job("driver", container=cpu),
+        replicated_job("workers", replicas=2, parallelism=4, completions=4, container=cpu)]
+    hooks = without_decider_webhooks(e2e)
+    try:
+        created = kube.create_jobset(js)
+    finally:
+        restore(e2e, hooks)
+    assert "scheduling" in created["spec"], created["spec"]  # Kueue's webhook kept it
+    workload = the_workload(e2e, ns, "gang")
+    with DeciderClient(e2e.product["decider_address"], timeout=30) as decider:
+        answer = decider.pod_sets(build_pod_sets_request(
+            kube.jobset(ns, "gang"), versions.release(e2e.cluster.version).scheduling_api_version,
+            {"JobSetWorkloadAwareSchedulingAPI": True}))
+    ours = [(p.name, p.count, p.min_count if p.HasField("min_count") else None,
+             MessageToDict(p.topology_request)) for p in answer.pod_sets]
+    kueues = [(p["name"], p["count"], p.get("minCount"), p.get("topologyRequest", {}))
+              for p in workload["spec"]["podSets"]]
+    assert kueues == ours
+    assert [(p.name, p.count) for p in answer.pod_sets] == [("driver", 1), ("workers", 8)]
+    # The gang the decider puts over the workers covers exactly Kueue's count: no mismatch.
+    workers = answer.pod_sets[1]
+    assert workers.gang.min_count == 8 and not workers.warnings, workers
