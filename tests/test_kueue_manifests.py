@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.e2e import kueue
 from tests.e2e.kueue_manifests import CONFIG_KEY, CONFIG_MAP, Loopback, adapt
 
 LOOP = Loopback(webhook_port=19443, metrics_port=18443, health_port=18081,
@@ -120,3 +122,29 @@ def test_manager_config(path: tuple[str, str], value: Any) -> None:
 def test_refused(docs: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         adapt(docs, LOOP)
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"XDG_CACHE_HOME": "/var/cache/ci"}, "/var/cache/ci/jobset-decider/kueue/v0.17.0/bin/kueue"),
+    ({}, str(Path.home() / ".cache/jobset-decider/kueue/v0.17.0/bin/kueue")),
+], ids=["xdg-cache-home", "home-cache"])
+def test_binary_cached_by_version(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                  expected: str) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert str(kueue.binary("v0.17.0")) == expected
+
+
+def test_a_cached_binary_is_not_built_again(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cached = kueue.binary("v0.17.0")
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"")
+
+    def no_go(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"go ran: {args}")
+
+    monkeypatch.setattr(kueue.subprocess, "run", no_go)
+    assert kueue.build("v0.17.0") == cached
