@@ -71,9 +71,14 @@ def start_check(cluster: Cluster, decider_address: str, controller_name: str,
                                  ports=(port,), env={"PATH": f"{bindir}:/usr/bin:/bin",
                                                      "HOME": str(cluster.dir)}, cwd=cluster.dir)
     url = f"http://127.0.0.1:{port}"
-    wait_for(f"{process_name} /readyz", lambda: urllib.request.urlopen(
-        f"{url}/readyz", timeout=5).status == 200, 120, Path(record["log"]))
+    wait_for(f"{process_name} /readyz", lambda: _ready(f"{url}/readyz"), 120,
+             Path(record["log"]))
     return url
+
+
+def _ready(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return resp.status == 200
 
 
 class SheddingDecider(pb_grpc.DeciderServicer):
