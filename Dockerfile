@@ -1,5 +1,5 @@
-# One image for both commands: `decider serve` (the entrypoint) and `decider-shim`
-# (Deployments set `command: ["decider-shim"]`).
+# One image for every command: `decider serve` (the entrypoint), `decider-shim` and
+# `decider-kueue-check` (their Deployments set `command: ["decider-shim"]` and so on).
 #
 #   docker build -t ghcr.io/jobset-decider/jobset-decider:0.1.0 .
 #

@@ -126,6 +126,7 @@ def test_the_entrypoint_is_a_console_script_of_the_package_and_the_shim_is_one_t
     scripts = PYPROJECT["project"]["scripts"]
     assert scripts["decider"] == "decider.cli.entry:main"
     assert scripts["decider-shim"] == "shim.entry:main"
+    assert scripts["decider-kueue-check"] == "shim.kueue_check.main:main"
     from importlib import metadata
 
     installed = {e.name: e.value for e in metadata.entry_points(group="console_scripts")
@@ -196,7 +197,8 @@ def test_the_wheel_builds_from_exactly_what_the_build_stage_copies(tmp_path: Pat
                    "decider/service/worker.py",
                    "decider/core/decide.py", "decider_api/v1/decider_pb2.py", "shim/main.py",
                    "decider_client/client.py", "decider_telemetry/sdk.py",
-                   "decider_telemetry/scrape.py"):
+                   "decider_telemetry/scrape.py", "shim/kueue_check/main.py"):
         assert module in names, module
     assert "decider = decider.cli.entry:main" in entry_points
     assert "decider-shim = shim.entry:main" in entry_points
+    assert "decider-kueue-check = shim.kueue_check.main:main" in entry_points
