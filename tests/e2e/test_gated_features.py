@@ -90,10 +90,14 @@ def test_active_deadline_fails_the_jobset_on_the_real_clock(gated, gns):
                                 for j in js])
     eventually("the pods gone", lambda: alive(kube.pods(ns, "bounded")), lambda ps: ps == [],
                show=phases)
-    assert {p["metadata"]["uid"] for p in pods}
-    warned = [e for e in kube.events(ns) if e["involvedObject"].get("kind") == "JobSet"
-              and e.get("reason") == "DeadlineExceeded"]
+    assert not {p["metadata"]["uid"] for p in pods} & {
+        p["metadata"]["uid"] for p in kube.pods(ns, "bounded")}
+    # The shim records the condition's event after the status write.
+    warned = eventually("a DeadlineExceeded event on the JobSet", lambda: [
+        e for e in kube.events(ns) if e["involvedObject"].get("kind") == "JobSet"
+        and e.get("reason") == "DeadlineExceeded"], bool)
     assert [e["type"] for e in warned] == ["Warning"], warned
+    assert warned[0]["message"] == failed["message"]
 
 
 def attempt_of(obj: dict) -> str | None:
