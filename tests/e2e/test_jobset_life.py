@@ -73,27 +73,3 @@ def test_jobset_runs_to_completed(e2e, ns):
                       lambda j: has_condition(j, "Completed"), show=conditions)
     assert done["status"].get("terminalState") == "Completed"
     assert not has_condition(done, "Failed")
-
-
-def test_a_finished_jobset_is_deleted_after_its_ttl_with_everything_it_owns(e2e, ns):
-    kube = e2e.kube
-    kube.create_jobset(jobset(ns, "brief", [replicated_job("w", replicas=2)],
-                              ttlSecondsAfterFinished=3))
-    pods = eventually("2 pods Running", lambda: kube.pods(ns, "brief"),
-                      lambda ps: len(ps) == 2 and set(phases(ps).values()) == {"Running"},
-                      show=phases)
-    for pod in pods:
-        kube.patch(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
-                   {"metadata": {"annotations": {EXIT_CODE: "0"}}})
-    eventually("JobSet brief Completed", lambda: kube.jobset(ns, "brief"),
-               lambda j: j is None or has_condition(j, "Completed"), show=conditions)
-    # The shim deletes it once the TTL is up (in the foreground); the real garbage collector
-    # takes its Jobs, their pods and its Service. Early in a session this waits for the
-    # collector to learn the JobSet kind (its discovery resync, ~30 s after the CRD came).
-    eventually("JobSet brief deleted", lambda: kube.jobset(ns, "brief"), lambda j: j is None,
-               show=conditions)
-    eventually("its Jobs, pods and Service gone", lambda: (
-        [j["metadata"]["name"] for j in kube.jobs(ns, "brief")],
-        sorted(phases(kube.pods(ns, "brief"))),
-        kube.maybe(f"/api/v1/namespaces/{ns}/services/brief") is not None),
-        lambda seen: seen == ([], [], False))
