@@ -110,8 +110,11 @@ class State:
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     env=dict(env) if env is not None else None, cwd=cwd)
+        # env and cwd too, so that one process can be started again as it was (restart.py).
         record = {"name": name, "pid": proc.pid, "start": start_time(proc.pid),
-                  "ports": list(ports), "log": str(log), "argv": list(argv)}
+                  "ports": list(ports), "log": str(log), "argv": list(argv),
+                  "env": dict(env) if env is not None else None,
+                  "cwd": str(cwd) if cwd is not None else None}
         # Popen's object would reap it; `down` may run in another process, so forget it here
         # and let the session leader be reaped by init once this process exits.
         proc.returncode = 0
