@@ -211,13 +211,21 @@ def test_shim_killed_while_creating_and_the_jobset_edited_before_it_is_back(own)
             seen.update(j["metadata"]["uid"] for j in found)
             return found
 
+        # At 2 requests a second the shim's creates take seconds, so the kill lands among
+        # them, not after (at deploy/'s 500 it was either); the shim that comes back has
+        # deploy/'s rate again.
+        usual = own.state.find("shim")["argv"]
+        restart.restart(own.state, "shim", ready=lambda: http_get(
+            own.product["shim_healthz"] + "/readyz")[0] == 200, argv=product.adapted_args(
+                usual, {"--kube-api-qps": "2", "--kube-api-burst": "2"}, []))
         kube.create_jobset(jobset(ns, "many", [replicated_job("w", replicas=replicas)]))
         eventually("the first Job", jobs, bool, interval=0.05)
         killed = restart.kill(own.state, "shim")
         at_kill = {j["metadata"]["uid"] for j in jobs()}
+        assert 0 < len(at_kill) < replicas, f"{len(at_kill)} Jobs when killed"
         # Edited while no shim runs: the new one must act on the edit, not on what it missed.
         kube.patch(path, {"spec": {"suspend": True}})
-        restart.start_again(own.state, killed, ready=lambda: http_get(
+        restart.start_again(own.state, killed, argv=usual, ready=lambda: http_get(
             own.product["shim_healthz"] + "/readyz")[0] == 200)
 
         eventually(f"{replicas} suspended Jobs", jobs,
