@@ -124,6 +124,12 @@ def test_decider_down_the_shim_waits_reports_and_converges(own):
         assert [(r["active"], r.get("succeeded", 0)) for r in js["status"][
             "replicatedJobsStatus"]] == [(2, 0)], js["status"]
 
+        # A decider away is transient: retried on the fast backoff, told on no event (an
+        # event is for a decider that refuses, docs/shim.md).
+        assert [e["reason"] for e in kube.events(ns)
+                if e["involvedObject"]["kind"] == "JobSet"
+                and e.get("type") == "Warning"] == []
+
         restart.start_again(own.state, stopped, ready=lambda: decider_ready(own))
         completed(own, ns, "patient")
         assert {j["metadata"]["uid"] for j in kube.jobs(ns, "patient")} == uids
