@@ -29,7 +29,7 @@ from tests.e2e.framework import (
     replicated_job,
 )
 from tools.controlplane import product, restart
-from tools.controlplane.processes import free_ports, listening
+from tools.controlplane.processes import alive, free_ports, listening
 
 pytestmark = [pytest.mark.e2e, pytest.mark.waits]
 
@@ -253,3 +253,37 @@ def test_shim_killed_while_creating_and_the_jobset_edited_before_it_is_back(own)
         assert sorted(j["metadata"]["name"] for j in final) == sorted(
             f"many-w-{i}" for i in range(replicas))
         assert js["status"].get("restarts", 0) == 0
+
+
+def test_apiserver_away_past_the_renew_deadline_the_shim_exits_and_its_restart_converges(own):
+    """deploy/'s Lease timings (renew deadline 10 s): an API server away longer costs the
+    leader its Lease, and it exits for its kubelet to restart it (docs/shim.md); started again
+    as a kubelet would, it takes the work up where it was."""
+    kube = own.kube
+    usual = own.state.find("shim")["argv"]
+    healthy = lambda: http_get(own.product["shim_healthz"] + "/readyz")[0] == 200  # noqa: E731
+    shim = restart.restart(own.state, "shim", ready=healthy,
+                           argv=[a for a in usual if a not in LEASE_ARGS])
+    with namespace(own, "apiserver-away") as ns:
+        kube.create_jobset(jobset(ns, "outlived", [replicated_job("w", replicas=2)]))
+        pods = running(own, ns, "outlived", 2)
+        uids = {j["metadata"]["uid"] for j in kube.jobs(ns, "outlived")}
+        mark = len(own.log_text("shim"))
+
+        apiserver = restart.stop(own.state, "kube-apiserver")
+        try:
+            # Held away until the shim has given up, however long the machine takes.
+            eventually("the shim exiting on its lost Lease", lambda: alive(shim),
+                       lambda running_: not running_, timeout=120)
+        finally:
+            restart.start_again(own.state, apiserver, ready=lambda: apiserver_ready(own))
+        assert "lost the lease" in own.log_text("shim")[mark:]
+        # As its kubelet would: the same container started again.
+        restart.start_again(own.state, restart.stop(own.state, "shim"), argv=shim["argv"],
+                            ready=healthy)
+        own.refusals_expected.append((mark, len(own.log_text("shim"))))
+
+        succeed(own, ns, pods)
+        completed(own, ns, "outlived")
+        assert {j["metadata"]["uid"] for j in kube.jobs(ns, "outlived")} == uids
+    restart.restart(own.state, "shim", ready=healthy, argv=usual)
