@@ -115,6 +115,7 @@ class State:
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     env=full_env, cwd=cwd)
+        # env and cwd too, so that one process can be started again as it was (restart.py).
         record = {"name": name, "pid": proc.pid, "start": start_time(proc.pid),
                   "ports": list(ports), "log": str(log), "argv": list(argv),
                   "env": dict(env) if env is not None else None,

@@ -1,0 +1,150 @@
+"""What the fault and Helm scenarios share: a control plane of a module's own (its components
+are stopped, killed and restarted, which the session's other tests must not see), a namespace
+per test on it, and the shim's health and metrics as an operator reads them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.conftest import NODES, TMP_PREFIX, rbac_refusals
+from tests.e2e.framework import TIMEOUT, Kube, eventually
+from tools.controlplane import cluster as cp
+from tools.controlplane.processes import tail
+
+
+@dataclass
+class Own:
+    """A control plane of one module's own; `product` is filled by whoever installs."""
+
+    cluster: cp.Cluster
+    kube: Kube
+    product: dict[str, Any] = field(default_factory=dict)
+    # Spans (character offsets) of the shim's log where an RBAC refusal is not a hole in the
+    # RBAC: an API server just restarted answers 403 until its authorizer's caches have synced.
+    refusals_expected: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def state(self) -> Any:
+        return self.cluster.state
+
+    def log(self, name: str, lines: int = 40) -> str:
+        return tail(self.cluster.dir / "logs" / f"{name}.log", lines)
+
+    def log_text(self, name: str) -> str:
+        """The whole log, every start of the process (a restart appends), even once stopped."""
+        return (self.cluster.dir / "logs" / f"{name}.log").read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def own_control_plane(tag: str, shim_service_account: str | None = None) -> Iterator[Own]:
+    """Up with E2E_NODES KWOK nodes and nothing installed; down at the end, failing if a
+    process, a port or the directory is left, or (given the shim's ServiceAccount) if RBAC
+    refused the shim anything. E2E_LOGS=DIR keeps the logs in DIR/<tag>."""
+    version = os.environ.get("E2E_KUBERNETES_VERSION", "v1.37.2")
+    directory = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{tag}-"))
+    cluster = None
+    kube = None
+    own = None
+    try:
+        cluster = cp.up(directory, version, nodes=NODES)
+        kube = Kube(str(cluster.kubeconfig))
+        own = Own(cluster, kube)
+        yield own
+    finally:
+        if kube is not None:
+            kube.close()
+        left = cluster.down() if cluster is not None else []
+        refused = refusals(directory / "logs", own.refusals_expected if own else [])
+        keep = os.environ.get("E2E_LOGS")
+        if keep and (directory / "logs").is_dir():
+            shutil.copytree(directory / "logs", Path(keep) / tag, dirs_exist_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        if directory.exists():
+            left.append(f"directory {directory} still exists")
+        assert not left, f"the {tag} control plane left behind:\n" + "\n".join(left)
+        assert not refused, "RBAC refused the shim:\n" + "\n".join(refused[:10])
+
+
+def refusals(logs: Path, expected: list[tuple[int, int]]) -> list[str]:
+    """RBAC refusals in the shim's log outside the expected spans."""
+    log = logs / "shim.log"
+    if not log.is_file():
+        return []
+    text = log.read_text(errors="replace")
+    for start, end in sorted(expected, reverse=True):
+        text = text[:start] + text[end:]
+    cut = logs / "shim.log.unexpected"
+    cut.write_text(text)
+    try:
+        return rbac_refusals(cut)
+    finally:
+        cut.unlink()
+
+
+@contextlib.contextmanager
+def namespace(own: Own, base: str) -> Iterator[str]:
+    name = f"e2e-{base}-{secrets.token_hex(2)}".lower()
+    own.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": name}})
+    eventually(f"serviceaccount {name}/default", lambda: own.kube.maybe(
+        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
+    ok = False
+    try:
+        yield name
+        ok = True
+    finally:
+        if not ok:
+            dump(own, name)
+        with contextlib.suppress(Exception):
+            own.kube.delete(f"/api/v1/namespaces/{name}")
+
+
+def dump(own: Own, ns: str) -> None:
+    out = [f"--- namespace {ns} after the failure"]
+    with contextlib.suppress(Exception):
+        for ev in own.kube.events(ns)[-40:]:
+            obj = ev.get("involvedObject", {})
+            out.append(f"event {ev.get('type')} {obj.get('kind')}/{obj.get('name')} "
+                       f"{ev.get('reason')}: {ev.get('message')}")
+    for name in ("shim", "decider"):
+        with contextlib.suppress(KeyError):
+            out.append(own.log(name, 30))
+    print("\n".join(out), file=sys.stderr)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """Status and body; a refused connection is status 0 with the reason."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except OSError as exc:
+        return 0, str(exc)
+
+
+def counter(metrics_text: str, name: str, **labels: str) -> float:
+    """The sum of a Prometheus counter's samples with these labels (0 when none)."""
+    total = 0.0
+    for line in metrics_text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        m = re.match(r"^[^{ ]+(?:\{(.*)\})? ([0-9.eE+-]+)$", line)
+        if m is None:
+            continue
+        have = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
