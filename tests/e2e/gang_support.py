@@ -36,6 +36,8 @@ POOL = "e2e.jobset-decider.io/pool"
 # The gates upstream's JobSet controller reads spec.scheduling under; the shim and the
 # webhook get them as deploy/'s --feature-gates flags would give them.
 FLAT_GATES = "JobSetWorkloadAwareSchedulingAPI=true"
+# And spec.scheduling compiled to a CompositePodGroup tree (1.37 only).
+TREE_GATES = FLAT_GATES + ",JobSetGangOfGangs=true"
 
 
 @dataclass

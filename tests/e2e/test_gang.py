@@ -22,6 +22,8 @@ from tests.e2e.framework import (
     jobset,
 )
 from tests.e2e.gang_support import (
+    FLAT_GATES,
+    TREE_GATES,
     add_pool_nodes,
     decider_gang,
     gang_control_plane,
@@ -52,10 +54,19 @@ RESOURCE = {"Workload": "workloads", "PodGroup": "podgroups",
             "CompositePodGroup": "compositepodgroups"}
 
 
-@pytest.fixture(scope="module", params=["v1.37.2", "v1.36.3"])
+@pytest.fixture(scope="module", params=[
+    pytest.param(("v1.37.2", FLAT_GATES), id="v1.37.2"),
+    pytest.param(("v1.36.3", FLAT_GATES), id="v1.36.3"),
+    # The shim and webhook with JobSetGangOfGangs: spec.scheduling compiles to a tree.
+    pytest.param(("v1.37.2", TREE_GATES), id="v1.37.2-tree")])
 def gang_cp(request: pytest.FixtureRequest):
-    with gang_control_plane(request.param) as gc:
+    version, gates = request.param
+    with gang_control_plane(version, gates) as gc:
         yield gc
+
+
+def _tree(gc) -> bool:
+    return "JobSetGangOfGangs" in gc.gates
 
 
 def _rjob(pool: str, name: str, replicas: int, parallelism: int) -> dict[str, Any]:
@@ -110,9 +121,13 @@ def test_spec_scheduling_gang_is_held_until_it_fits_then_bound_together(gang_cp,
                               {"targetReplicatedJobs": ["workers"],
                                "schedulingPolicy": {"gang": {}}}]})
         created = kube.create_jobset(manifest)
-        plan = decider_gang([created], tmp_path, gc.api_version)
+        plan = decider_gang([created], tmp_path, gc.api_version, gates=gc.gates)
         planned = plan["objects"]
-        assert [o["kind"] for o in planned] == ["Workload", "PodGroup", "PodGroup"], plan
+        # Flat: one PodGroup per entry. Tree: a root and a CompositePodGroup per entry, a leaf
+        # PodGroup per Job.
+        assert [o["kind"] for o in planned] == (
+            ["Workload"] + ["CompositePodGroup"] * 3 + ["PodGroup"] * 3 if _tree(gc)
+            else ["Workload", "PodGroup", "PodGroup"]), plan
 
         # The readiness gate: no Job until the Workload and every PodGroup are live. Watched
         # from the JobSet's creation: no observation has a Job without all of them.
@@ -137,52 +152,80 @@ def test_spec_scheduling_gang_is_held_until_it_fits_then_bound_together(gang_cp,
             for key, value in patch["spec"].items():
                 assert job["spec"]["template"]["spec"][key] == value, (key, job["spec"])
         names = {o["metadata"]["name"] for o in planned}
-        for kind in ("workloads", "podgroups"):
-            assert {o["metadata"]["name"] for o in gc.scheduling(kind, ns)} <= names, kind
+        for kind in ("workloads", "podgroups", "compositepodgroups")[:3 if _tree(gc) else 2]:
+            version = "scheduling.k8s.io/v1alpha3" if kind == "compositepodgroups" else None
+            assert {o["metadata"]["name"] for o in gc.scheduling(kind, ns, version=version)} \
+                <= names, kind
 
-        driver = eventually("the driver pod bound and Running",
-                            lambda: _pods(gc, ns, "jobset.sigs.k8s.io/replicatedjob-name=driver"),
-                            lambda ps: len(ps) == 1 and ps[0]["status"].get("phase") == "Running",
-                            show=_bound)
-        assert pod_bound(driver[0])
-        workers_group = next(o for o in stored if o["kind"] == "PodGroup"
-                             and "gang" in o["spec"]["schedulingPolicy"])
-        assert workers_group["spec"]["schedulingPolicy"]["gang"]["minCount"] == 4
-        pg_name = workers_group["metadata"]["name"]
+        # Flat: the driver is Basic on its own and is bound beside the held workers. Tree: the
+        # root CompositePodGroup is a gang of both groups, so the driver is held with them.
+        tree = _tree(gc)
+        driver_sel = "jobset.sigs.k8s.io/replicatedjob-name=driver"
+        if not tree:
+            driver = eventually("the driver pod bound and Running", lambda: _pods(
+                gc, ns, driver_sel), lambda ps: len(ps) == 1 and ps[0]["status"].get(
+                "phase") == "Running", show=_bound)
+            assert pod_bound(driver[0])
+        gangs = [o for o in stored if o["kind"] == "PodGroup"
+                 and "gang" in o["spec"]["schedulingPolicy"]]
+        # The workers: one PodGroup of 4 (flat), or a PodGroup of 2 per Job (tree).
+        assert sorted(g["spec"]["schedulingPolicy"]["gang"]["minCount"] for g in gangs) == (
+            [2, 2] if tree else [4])
+        held_sel = "jobset.sigs.k8s.io/jobset-name=held" if tree else \
+            "jobset.sigs.k8s.io/replicatedjob-name=workers"
+        held_count = 5 if tree else 4
+
+        def state() -> dict[str, Any]:
+            return {o["metadata"]["name"]: conditions(_stored(gc, o)) for o in stored}
+
+        def unschedulable(pod: dict[str, Any]) -> bool:
+            return any(c["type"] == "PodScheduled" and c["status"] == "False"
+                       and c.get("reason") == "Unschedulable"
+                       for c in (pod.get("status") or {}).get("conditions") or [])
         kind = SCHEDULED_CONDITION[gc.api_version]
-        group = eventually(f"the scheduler to mark PodGroup {pg_name} {kind}=False",
-                           lambda: gc.scheduling("podgroups", ns, pg_name),
-                           lambda g: has_condition(g, kind, "False"), show=conditions)
-        assert ("Unschedulable" in [c[2] for c in conditions(group)]), conditions(group)
-        workers = _pods(gc, ns, "jobset.sigs.k8s.io/replicatedjob-name=workers")
-        assert len(workers) == 4 and not any(pod_bound(p) for p in workers), _bound(workers)
+        # The scheduler tried every pod of the gang and held it: none bound.
+        held = eventually(f"{held_count} pods tried and held Unschedulable", lambda: _pods(
+            gc, ns, held_sel), lambda ps: len(ps) == held_count and all(
+            unschedulable(p) for p in ps), show=_bound)
+        assert not any(pod_bound(p) for p in held), _bound(held)
+        # ... and says so on the held PodGroups (in the tree, the Basic driver's too; the
+        # v1.37.2 scheduler sets no condition on a CompositePodGroup).
+        watched = [o for o in stored if o["kind"] == "PodGroup"] if tree else gangs
+        seen_state = eventually(
+            f"the scheduler to mark the held PodGroups {kind}=False/Unschedulable", state,
+            lambda st: all((kind, "False", "Unschedulable") in st[g["metadata"]["name"]]
+                           for g in watched))
+        print(f"{gc.version} {gc.gates}: held: {seen_state}")
+        held = _pods(gc, ns, held_sel)
+        assert len(held) == held_count and not any(pod_bound(p) for p in held), _bound(held)
 
         # Two more nodes: the gang fits, and all of it is bound.
         added_at = time.time()
         added = add_pool_nodes(gc, ns, 2, cpu="2")
-        workers = eventually("4 workers bound and Running", lambda: _pods(
-            gc, ns, "jobset.sigs.k8s.io/replicatedjob-name=workers"),
-            lambda ps: len(ps) == 4 and all(p["status"].get("phase") == "Running" for p in ps),
-            show=_bound)
-        times = sorted(_since(scheduled_at(p)) for p in workers)
+        bound = eventually(f"{held_count} pods bound and Running", lambda: _pods(
+            gc, ns, held_sel), lambda ps: len(ps) == held_count and all(
+            p["status"].get("phase") == "Running" for p in ps), show=_bound)
+        times = sorted(_since(scheduled_at(p)) for p in bound)
         # None bound before the nodes came (the condition's time is in whole seconds).
         assert times[0] >= int(added_at) - 1, (times, added_at)
         spread = times[-1] - times[0]
         node_at = max(_since(kube.get(f"/api/v1/nodes/{n}")["metadata"]["creationTimestamp"])
                       for n in added)
         # Whole seconds, as the API server stamps both.
-        print(f"{gc.version}: gang of 4 bound {times[-1] - node_at:.0f} s after the nodes were "
-              f"created, within {spread:.0f} s of each other")
+        print(f"{gc.version} {gc.gates}: gang of {held_count} bound {times[-1] - node_at:.0f} s "
+              f"after the nodes were created, within {spread:.0f} s of each other")
         assert spread <= 60, times
-        eventually(f"PodGroup {pg_name} {kind}=True", lambda: gc.scheduling(
-            "podgroups", ns, pg_name), lambda g: has_condition(g, kind), show=conditions)
+        done = eventually(f"the held PodGroups {kind}=True", state, lambda st: all(
+            any(c[:2] == (kind, "True") for c in st[g["metadata"]["name"]]) for g in watched))
+        print(f"{gc.version} {gc.gates}: bound: {done}")
+        pods = _pods(gc, ns, "jobset.sigs.k8s.io/jobset-name=held")
 
         # The server's defaults were not taken for drift: the shim kept what it created.
         assert [o["metadata"]["uid"] for o in stored] == [
             (_stored(gc, o) or {}).get("metadata", {}).get("uid") for o in planned]
 
         # Done: the JobSet completes and its scheduling objects go with it.
-        for pod in driver + workers:
+        for pod in pods:
             kube.patch(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
                        {"metadata": {"annotations": {EXIT_CODE: "0"}}})
         eventually("JobSet held Completed", lambda: kube.jobset(ns, "held"),
