@@ -72,6 +72,8 @@ def default_and_validate(rt: ResourceType, obj: Obj, old: Obj | None,
                 name,
                 [("involvedObject.namespace", "Invalid value: does not match event.namespace")],
             )
+    elif rt.group == "scheduling.k8s.io":
+        _default_scheduling(rt, obj)
     elif rt.kind == "Lease":
         spec = obj.get("spec") or {}
         if spec.get("leaseDurationSeconds") is not None and spec["leaseDurationSeconds"] <= 0:
@@ -84,6 +86,23 @@ def default_and_validate(rt: ResourceType, obj: Obj, old: Obj | None,
         spec.setdefault("sessionAffinity", "None")
         if old is not None and old.get("spec", {}).get("clusterIP") != spec.get("clusterIP"):
             raise invalid(rt, name, [("spec.clusterIP", "Invalid value: field is immutable")])
+
+
+def _default_scheduling(rt: ResourceType, obj: Obj) -> None:
+    """What v1.37.2's and v1.36.3's API servers fill in (tests/e2e/test_gang.py reads it back):
+    a PodGroup's or CompositePodGroup's disruption mode and, without a priority class, priority
+    0; a v1beta1 Workload's podGroupTemplates, a list without omitempty, as null."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if rt.kind == "Workload" and rt.version == "v1beta1":
+        spec.setdefault("podGroupTemplates", None)
+    elif rt.kind == "PodGroup" and rt.version == "v1alpha2":
+        spec.setdefault("disruptionMode", "Pod")
+    elif rt.kind in ("PodGroup", "CompositePodGroup") and rt.version in ("v1beta1", "v1alpha3"):
+        spec.setdefault("disruptionMode", {"single": {}})
+        if not spec.get("priorityClassName"):
+            spec.setdefault("priority", 0)
 
 
 def _default_job(obj: Obj) -> None:

@@ -319,8 +319,11 @@ class KubernetesV1Beta1(_RuntimePodGroups):
                 out["compositePodGroupTemplates"] = [template(k) for k in children]
             return out
 
+        # WorkloadSpec.podGroupTemplates has no omitempty: a tree's Workload, which has none at
+        # the top, is served with an explicit null (seen on a v1.37.2 API server).
         return {
             "controllerRef": dict(design.controller_ref),
+            "podGroupTemplates": None,
             "compositePodGroupTemplates": [template(c) for c in by_parent.get(None, [])],
         }
 

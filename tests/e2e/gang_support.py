@@ -1,0 +1,172 @@
+"""What the gang scenarios (test_gang.py) are written with: a control plane of their own per
+Kubernetes release with jobset-decider installed with the gang gates on (the session's runs
+with none, and one release), nodes of a test's own, and `decider gang`'s answer.
+
+The session's control plane is left as it is: its product runs on deploy/'s defaults, where
+the webhook refuses `spec.scheduling`. A module-scoped control plane beside it has ports,
+processes and a directory of its own, and is checked on the way down as the session's is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.framework import TIMEOUT, Kube, eventually
+from tools.controlplane import cluster as cp
+from tools.controlplane import product, versions
+from tools.controlplane.processes import tail
+
+DECIDER = str(Path(sys.executable).parent / "decider")
+SCHEDULING = "/apis/scheduling.k8s.io"
+# Pods of a test go to its own nodes only: a label on them, a nodeSelector on the pods.
+POOL = "e2e.jobset-decider.io/pool"
+# The gates upstream's JobSet controller reads spec.scheduling under; the shim and the
+# webhook get them as deploy/'s --feature-gates flags would give them.
+FLAT_GATES = "JobSetWorkloadAwareSchedulingAPI=true"
+# And spec.scheduling compiled to a CompositePodGroup tree (1.37 only).
+TREE_GATES = FLAT_GATES + ",JobSetGangOfGangs=true"
+
+
+@dataclass
+class GangCluster:
+    """A control plane of one release with jobset-decider installed under `gates`."""
+
+    cluster: cp.Cluster
+    kube: Kube
+    gates: str
+
+    @property
+    def version(self) -> str:
+        return self.cluster.version
+
+    @property
+    def api_version(self) -> str:
+        """The Workload/PodGroup generation the release serves and the shim writes."""
+        return versions.release(self.version).scheduling_api_version
+
+    def scheduling(self, resource: str, ns: str, name: str = "",
+                   version: str | None = None) -> Any:
+        group_version = (version or self.api_version).split("/")[1]
+        path = f"{SCHEDULING}/{group_version}/namespaces/{ns}/{resource}"
+        return self.kube.maybe(f"{path}/{name}") if name else self.kube.items(path)
+
+    def log(self, name: str, lines: int = 40) -> str:
+        return tail(Path(self.cluster.state.find(name)["log"]), lines)
+
+
+@contextmanager
+def gang_control_plane(version: str, gates: str = FLAT_GATES) -> Iterator[GangCluster]:
+    """Up (no nodes: each test adds its own), the product installed with `gates`; down at the
+    end, failing if a process, a port or the directory is left or deploy/'s RBAC refused the
+    shim anything (as the session's fixture does)."""
+    from tests.e2e.conftest import rbac_refusals
+
+    directory = Path(tempfile.mkdtemp(prefix=f"jobset-decider-e2e-gang-{version}-"))
+    cluster = None
+    try:
+        cluster = cp.up(directory, version, nodes=0)
+        product.install(cluster, feature_gates=gates)
+        kube = Kube(str(cluster.kubeconfig))
+        try:
+            yield GangCluster(cluster, kube, gates)
+        finally:
+            kube.close()
+    finally:
+        left = cluster.down() if cluster is not None else []
+        refused = rbac_refusals(directory / "logs" / "shim.log")
+        keep = os.environ.get("E2E_LOGS")
+        if keep and (directory / "logs").is_dir():
+            shutil.copytree(directory / "logs", Path(keep) / f"gang-{version}",
+                            dirs_exist_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        if directory.exists():
+            left.append(f"directory {directory} still exists")
+        assert not left, f"the gang control plane {version} left behind:\n" + "\n".join(left)
+        assert not refused, "deploy/'s RBAC refused the shim:\n" + "\n".join(refused[:10])
+
+
+@contextmanager
+def namespace(gc: GangCluster, test: str) -> Iterator[str]:
+    """A namespace of the test's own on `gc`, its default service account there; on failure
+    its events and the shim's last lines are printed; deleted at the end with the test's
+    nodes (named after it)."""
+    name = f"e2e-{test[:40]}-{secrets.token_hex(2)}".lower()
+    gc.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": name}})
+    eventually(f"serviceaccount {name}/default", lambda: gc.kube.maybe(
+        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
+    try:
+        yield name
+    except BaseException:
+        out = [f"--- namespace {name} on {gc.version} after the failure"]
+        for ev in gc.kube.events(name)[-40:]:
+            obj = ev.get("involvedObject", {})
+            out.append(f"event {ev.get('type')} {obj.get('kind')}/{obj.get('name')} "
+                       f"{ev.get('reason')}: {ev.get('message')}")
+        out.append(gc.log("shim"))
+        out.append(gc.log("kube-scheduler", 20))
+        print("\n".join(out), file=sys.stderr)
+        raise
+    finally:
+        gc.kube.delete(f"/api/v1/namespaces/{name}")
+        for node in gc.kube.items("/api/v1/nodes", labelSelector=f"{POOL}={name}"):
+            gc.kube.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+
+
+def add_pool_nodes(gc: GangCluster, pool: str, count: int, cpu: str,
+                   pods: str = "110") -> list[str]:
+    """`count` KWOK nodes labelled for `pool` (Ready when this returns)."""
+    return gc.cluster.add_nodes(count, prefix=f"{pool}-n", cpu=cpu, memory="64Gi", pods=pods,
+                                labels={POOL: pool})
+
+
+def pool_pod_spec(pool: str, name: str, cpu: str) -> dict[str, Any]:
+    """A pod template's spec bound to `pool`'s nodes, each pod asking for `cpu`."""
+    return {"restartPolicy": "Never", "nodeSelector": {POOL: pool},
+            "containers": [{"name": name, "image": "registry.invalid/e2e:1",
+                            "command": ["true"],
+                            "resources": {"requests": {"cpu": cpu}}}]}
+
+
+def decider_gang(manifests: list[dict[str, Any]], directory: Path, api_version: str,
+                 gates: str = "") -> dict[str, Any]:
+    """`decider gang` on these objects (the first a Job or JobSet, the rest what exists)."""
+    path = directory / "gang-input.yaml"
+    path.write_text(yaml.safe_dump_all(manifests))
+    args = [DECIDER, "gang", "-f", str(path), "--api-version", api_version, "-o", "json"]
+    if gates:
+        args += ["--feature-gates", gates]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def without_server_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    """An object's metadata as its author wrote it: what the API server adds taken out."""
+    drop = {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+            "finalizers"}
+    return {k: v for k, v in meta.items() if k not in drop}
+
+
+def pod_bound(pod: dict[str, Any]) -> bool:
+    return bool(pod["spec"].get("nodeName"))
+
+
+def scheduled_at(pod: dict[str, Any]) -> str:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c["type"] == "PodScheduled" and c["status"] == "True":
+            return c["lastTransitionTime"]
+    return ""
