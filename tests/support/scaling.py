@@ -253,7 +253,7 @@ def request(observed: Observed) -> bytes:
 
     owned = [*(job_object(j) for j in observed.jobs),
              *(other_object(o) for o in observed.objects),
-             *(pod_object(p) for p in observed.pods)]
+             *(pod_object(p, observed.jobset) for p in observed.pods)]
     req = observe.build_decide_request(observed.jobset, owned, observed.now,
                                        feature_gates=dict(observed.options.feature_gates))
     return req.SerializeToString(deterministic=True)
