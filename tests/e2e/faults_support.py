@@ -8,18 +8,16 @@ import contextlib
 import os
 import re
 import secrets
-import shutil
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import NODES, TMP_PREFIX, rbac_refusals
+from tests.e2e.conftest import NODES
 from tests.e2e.framework import TIMEOUT, Kube, eventually
+from tests.e2e.planes import own_plane
 from tools.controlplane import cluster as cp
 from tools.controlplane.processes import tail
 
@@ -49,48 +47,11 @@ class Own:
 
 @contextlib.contextmanager
 def own_control_plane(tag: str, shim_service_account: str | None = None) -> Iterator[Own]:
-    """Up with E2E_NODES KWOK nodes and nothing installed; down at the end, failing if a
-    process, a port or the directory is left, or (given the shim's ServiceAccount) if RBAC
-    refused the shim anything. E2E_LOGS=DIR keeps the logs in DIR/<tag>."""
+    """Up with E2E_NODES KWOK nodes and nothing installed; down at the end with the session's
+    checks (planes.own_plane), the refusal spans the test records on `Own` included."""
     version = os.environ.get("E2E_KUBERNETES_VERSION", "v1.37.2")
-    directory = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{tag}-"))
-    cluster = None
-    kube = None
-    own = None
-    try:
-        cluster = cp.up(directory, version, nodes=NODES)
-        kube = Kube(str(cluster.kubeconfig))
-        own = Own(cluster, kube)
-        yield own
-    finally:
-        if kube is not None:
-            kube.close()
-        left = cluster.down() if cluster is not None else []
-        refused = refusals(directory / "logs", own.refusals_expected if own else [])
-        keep = os.environ.get("E2E_LOGS")
-        if keep and (directory / "logs").is_dir():
-            shutil.copytree(directory / "logs", Path(keep) / tag, dirs_exist_ok=True)
-        shutil.rmtree(directory, ignore_errors=True)
-        if directory.exists():
-            left.append(f"directory {directory} still exists")
-        assert not left, f"the {tag} control plane left behind:\n" + "\n".join(left)
-        assert not refused, "RBAC refused the shim:\n" + "\n".join(refused[:10])
-
-
-def refusals(logs: Path, expected: list[tuple[int, int]]) -> list[str]:
-    """RBAC refusals in the shim's log outside the expected spans."""
-    log = logs / "shim.log"
-    if not log.is_file():
-        return []
-    text = log.read_text(errors="replace")
-    for start, end in sorted(expected, reverse=True):
-        text = text[:start] + text[end:]
-    cut = logs / "shim.log.unexpected"
-    cut.write_text(text)
-    try:
-        return rbac_refusals(cut)
-    finally:
-        cut.unlink()
+    with own_plane(tag, version, NODES) as plane:
+        yield Own(plane.cluster, plane.kube, refusals_expected=plane.refusals_expected)
 
 
 @contextlib.contextmanager

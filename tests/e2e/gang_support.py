@@ -10,12 +10,9 @@ processes and a directory of its own, and is checked on the way down as the sess
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.framework import TIMEOUT, Kube, eventually
+from tests.e2e.planes import own_plane
 from tools.controlplane import cluster as cp
 from tools.controlplane import product, versions
 from tools.controlplane.processes import tail
@@ -70,32 +68,10 @@ class GangCluster:
 @contextmanager
 def gang_control_plane(version: str, gates: str = FLAT_GATES) -> Iterator[GangCluster]:
     """Up (no nodes: each test adds its own), the product installed with `gates`; down at the
-    end, failing if a process, a port or the directory is left or deploy/'s RBAC refused the
-    shim anything (as the session's fixture does)."""
-    from tests.e2e.conftest import rbac_refusals
-
-    directory = Path(tempfile.mkdtemp(prefix=f"jobset-decider-e2e-gang-{version}-"))
-    cluster = None
-    try:
-        cluster = cp.up(directory, version, nodes=0)
-        product.install(cluster, feature_gates=gates)
-        kube = Kube(str(cluster.kubeconfig))
-        try:
-            yield GangCluster(cluster, kube, gates)
-        finally:
-            kube.close()
-    finally:
-        left = cluster.down() if cluster is not None else []
-        refused = rbac_refusals(directory / "logs" / "shim.log")
-        keep = os.environ.get("E2E_LOGS")
-        if keep and (directory / "logs").is_dir():
-            shutil.copytree(directory / "logs", Path(keep) / f"gang-{version}",
-                            dirs_exist_ok=True)
-        shutil.rmtree(directory, ignore_errors=True)
-        if directory.exists():
-            left.append(f"directory {directory} still exists")
-        assert not left, f"the gang control plane {version} left behind:\n" + "\n".join(left)
-        assert not refused, "deploy/'s RBAC refused the shim:\n" + "\n".join(refused[:10])
+    end with the session's checks (planes.own_plane)."""
+    with own_plane(f"gang-{version}", version, 0) as plane:
+        product.install(plane.cluster, feature_gates=gates)
+        yield GangCluster(plane.cluster, plane.kube, gates)
 
 
 @contextmanager

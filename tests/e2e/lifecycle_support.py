@@ -7,17 +7,16 @@ changes meaning)."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
+import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import E2E, rbac_refusals
+import pytest
+
+from tests.e2e.conftest import E2E, _dump
 from tests.e2e.framework import EXIT_CODE, TIMEOUT, Kube, eventually, phases
-from tools.controlplane import cluster as cp
+from tests.e2e.planes import own_plane
 from tools.controlplane import product
 
 # A pod scheduling gate the kube-scheduler waits on: a pod carrying it stays Pending (and not
@@ -114,30 +113,30 @@ GATES = "JobSetActiveDeadlineSeconds=true,ExecutionAttemptsTracking=true"
 
 
 @contextlib.contextmanager
-def gated_control_plane(version: str, gates: str = GATES, nodes: int = 2) -> Iterator[E2E]:
+def gated_control_plane(version: str, gates: str = GATES, nodes: int = 2,
+                        tag: str = "gated") -> Iterator[E2E]:
     """A control plane of its own with the product installed from deploy/ exactly as the
     session's is, but the decider's webhook and the shim given `gates` (the Deployments'
     `--webhook-feature-gates` / `--feature-gates`, product.install's feature_gates). Checked
-    at the end as the session's: nothing left running, no RBAC refusal in the shim's log."""
-    directory = Path(tempfile.mkdtemp(prefix="jobset-decider-e2e-gated-"))
-    cluster = None
-    try:
-        cluster = cp.up(directory, version, nodes=nodes)
-        info = product.install(cluster, feature_gates=gates)
-        kube = Kube(str(cluster.kubeconfig))
-        try:
-            yield E2E(cluster, kube, info)
-        finally:
-            kube.close()
-    finally:
-        left = cluster.down() if cluster is not None else []
-        refused = rbac_refusals(directory / "logs" / "shim.log")
-        keep = os.environ.get("E2E_LOGS")
-        if keep and (directory / "logs").is_dir():
-            shutil.copytree(directory / "logs", Path(keep) / "gated", dirs_exist_ok=True)
-        shutil.rmtree(directory, ignore_errors=True)
-        assert not left, "the gated control plane left behind:\n" + "\n".join(left)
-        assert not refused, "deploy/'s RBAC refused the shim:\n" + "\n".join(refused[:10])
+    at the end as the session's (planes.own_plane)."""
+    with own_plane(tag, version, nodes) as plane:
+        yield E2E(plane.cluster, plane.kube, product.install(plane.cluster, feature_gates=gates))
+
+
+@contextlib.contextmanager
+def own_namespace(plane: E2E, request: pytest.FixtureRequest, prefix: str) -> Iterator[str]:
+    """The conftest's `ns`, on a module's own control plane."""
+    name = f"{prefix}-{request.node.name[5:25].replace('_', '-')}-{secrets.token_hex(2)}"
+    name = name.lower()
+    plane.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": name}})
+    eventually(f"serviceaccount {name}/default", lambda: plane.kube.maybe(
+        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
+    yield name
+    report = getattr(request.node, "e2e_report_call", None)
+    if report is not None and report.failed:
+        _dump(plane, name)
+    plane.kube.delete(f"/api/v1/namespaces/{name}")
 
 
 def gone(kube: Kube, path: str, what: str, timeout: float = TIMEOUT) -> None:

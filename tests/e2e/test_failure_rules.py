@@ -17,15 +17,13 @@ SIGTERM it would have got) and writes the pod Failed, keeping the API server's c
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import E2E, _dump
+from tests.e2e.conftest import E2E
 from tests.e2e.framework import (
-    TIMEOUT,
     condition,
     conditions,
     eventually,
@@ -34,7 +32,13 @@ from tests.e2e.framework import (
     phases,
     replicated_job,
 )
-from tests.e2e.lifecycle_support import RESTART_ATTEMPT, end, gated_control_plane, running
+from tests.e2e.lifecycle_support import (
+    RESTART_ATTEMPT,
+    end,
+    gated_control_plane,
+    own_namespace,
+    running,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.waits]
 
@@ -44,24 +48,15 @@ JOB_RESTART_ATTEMPT = "jobset.sigs.k8s.io/job-restart-attempt"
 @pytest.fixture(scope="module")
 def plane() -> Iterator[E2E]:
     with gated_control_plane(os.environ.get("E2E_KUBERNETES_VERSION", "v1.37.2"),
-                             gates="RestartJob=true") as cp:
+                             gates="RestartJob=true", tag="rules") as cp:
         yield cp
 
 
 @pytest.fixture
 def rns(plane: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
     """The conftest's `ns`, on this module's control plane."""
-    name = f"e2e-rules-{request.node.name[5:25].replace('_', '-')}-{secrets.token_hex(2)}"
-    name = name.lower()
-    plane.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: plane.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
-    yield name
-    report = getattr(request.node, "e2e_report_call", None)
-    if report is not None and report.failed:
-        _dump(plane, name)
-    plane.kube.delete(f"/api/v1/namespaces/{name}")
+    with own_namespace(plane, request, "e2e-rules") as name:
+        yield name
 
 
 def fail_job_on(rjob: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:

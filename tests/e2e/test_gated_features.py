@@ -11,15 +11,13 @@ feature_gates). The webhook needs the gate too: with it off, it refuses activeDe
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import E2E, _dump
+from tests.e2e.conftest import E2E
 from tests.e2e.framework import (
     JOBSETS,
-    TIMEOUT,
     condition,
     conditions,
     eventually,
@@ -34,6 +32,7 @@ from tests.e2e.lifecycle_support import (
     alive,
     end,
     gated_control_plane,
+    own_namespace,
     running,
     when,
 )
@@ -50,17 +49,8 @@ def gated() -> Iterator[E2E]:
 @pytest.fixture
 def gns(gated: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
     """The conftest's `ns`, on the gated control plane."""
-    name = f"e2e-gated-{request.node.name[5:25].replace('_', '-')}-{secrets.token_hex(2)}"
-    name = name.lower()
-    gated.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: gated.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
-    yield name
-    report = getattr(request.node, "e2e_report_call", None)
-    if report is not None and report.failed:
-        _dump(gated, name)
-    gated.kube.delete(f"/api/v1/namespaces/{name}")
+    with own_namespace(gated, request, "e2e-gated") as name:
+        yield name
 
 
 def test_active_deadline_fails_the_jobset_on_the_real_clock(gated, gns):
