@@ -174,6 +174,7 @@ def run(controller: str, args: argparse.Namespace, workdir: Path, out: dict[str,
             w.start()
             w.synced.wait(60)
         pid_map = pids(cluster, controller)
+        out["load"] = [os.getloadavg()[0]]
         names = [f"js{i:05d}" for i in range(args.jobsets)]
         timeout = args.timeout
 
@@ -258,6 +259,7 @@ def run(controller: str, args: argparse.Namespace, workdir: Path, out: dict[str,
         if "decider" in pid_map:
             out["decider_peak_rss_mb"] = peak_rss_mb(pid_map["decider"])
         out["nodes"] = nodes
+        out["load"].append(os.getloadavg()[0])
     finally:
         for w in watches:
             w.stop()
@@ -273,7 +275,7 @@ def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     print()
     print(f"{args.jobsets:,} JobSets of {REPLICAS} Jobs ({args.restarts} restarted), Kubernetes "
           f"{args.kubernetes_version} on loopback with KWOK nodes, a fresh control plane per "
-          f"controller; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
+          f"controller; {os.cpu_count()} cores")
     print()
     names = list(rows)
     heads = " | ".join(f"{c} s (p50, p99)" for c in names)
@@ -316,7 +318,8 @@ def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
               + (f" (decider {rows[c]['decider_peak_rss_mb']:.0f} MB)"
                  if "decider_peak_rss_mb" in rows[c] else "")
               + f"; control plane and install {rows[c].get('setup_s', 0):.0f} s, "
-              f"{rows[c].get('nodes', 0)} KWOK nodes")
+              f"{rows[c].get('nodes', 0)} KWOK nodes; load average (1 min) "
+              + " -> ".join(f"{x:.1f}" for x in rows[c].get("load", [])))
 
 
 def main(argv: list[str] | None = None) -> None:
