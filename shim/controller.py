@@ -27,7 +27,6 @@ from shim.apply import Applier, NotLeader, StaleObservation
 from shim.config import Config
 from shim.expectations import Expectations
 from shim.guard import PlanGuard
-from shim.job_events import same_for_decider
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.observation import Observation
@@ -52,8 +51,6 @@ class Stats:
     # Plans the guard refused; decisions the decider refused (a REFUSAL_CODES status).
     refused_plans: int = 0
     refused_decisions: int = 0
-    # Job updates that woke no pass: the decider reads the same of the Job (job_events.py).
-    unchanged: int = 0
     decide_seconds: list[float] = field(default_factory=list)
 
 
@@ -161,14 +158,7 @@ class Shim:
         ref = controller_ref(obj) or controller_ref(old)
         if ref is not None and is_jobset_ref(ref):
             # An owner is in its object's namespace: a reference never wakes another one's.
-            key = (obj["metadata"].get("namespace", ""), str(ref.get("name", "")))
-            if (etype == "MODIFIED" and obj.get("kind") == "Job"
-                    and not self.expectations.pending(key) and same_for_decider(old, obj)):
-                # Decided already (shim/job_events.py). A pass awaiting its own writes is
-                # woken by every event, as the expectations say.
-                self.stats.unchanged += 1
-                return
-            self.queue.add(key)
+            self.queue.add((obj["metadata"].get("namespace", ""), str(ref.get("name", ""))))
 
     def _on_gang(self, etype: str, obj: Obj, old: Obj | None) -> None:
         self._on_owned(etype, obj, old)

@@ -156,12 +156,6 @@ class Expectations:
         cached = self.lookup(namespace, owner, kind, name)
         return str(((cached or {}).get("metadata") or {}).get("resourceVersion") or "")
 
-    def pending(self, key: Key) -> bool:
-        """Writes of this JobSet's last pass may still be unseen (not checked here: a pass
-        does that); an event may be the one that shows them."""
-        with self._lock:
-            return key in self._pending
-
     def forget(self, key: Key) -> None:
         with self._lock:
             self._pending.pop(key, None)
