@@ -23,8 +23,6 @@ from tools.controlplane.cluster import Cluster
 from tools.controlplane.processes import free_ports, wait_for
 
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
-NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 
 
 class Api:

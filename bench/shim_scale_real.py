@@ -41,17 +41,17 @@ sys.path[:0] = [str(ROOT)]
 
 from bench import upstream_jobset  # noqa: E402
 from bench.real_cluster import (  # noqa: E402
-    ATTEMPT_LABEL,
     JOB_INDEX_LABEL,
-    NAME_LABEL,
     Api,
     Watch,
     install_upstream,
     quiet,
 )
 from bench.shim_scale import (  # noqa: E402
+    ATTEMPT_LABEL,
     JOBS,
     JOBSETS,
+    NAME_LABEL,
     NS,
     REPLICAS,
     Seen,
