@@ -22,6 +22,9 @@ write in ~1-5 ms), and it competes with the shim for the same cores.
     python bench/shim_scale.py [--jobsets 1000] [--restarts 100] [--limits default,5/10]
                                [--workers 4] [--profile DIR]
 
+`--real` runs the same stages on a real control plane (Kubernetes from source, KWOK nodes) and
+upstream's JobSet controller beside the shim: bench/shim_scale_real.py.
+
 `--limits default` runs the shim without the flags (its defaults); `Q/B` passes
 `--kube-api-qps Q --kube-api-burst B`. `--profile DIR` runs the shim under py-spy (PyPI
 `py-spy`) and writes its collapsed stacks per limit there, and prints the functions that took
@@ -437,6 +440,12 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    if "--real" in sys.argv[1:]:
+        # A real control plane, beside upstream's controller: bench/shim_scale_real.py.
+        from bench import shim_scale_real
+
+        shim_scale_real.main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobsets", type=int, default=1000)
     parser.add_argument("--restarts", type=int, default=100)

@@ -186,9 +186,12 @@ def _healthz(url: str, ctx: ssl.SSLContext) -> bool:
 
 
 def up(directory: Path, version: str = versions.DEFAULT_RELEASE, nodes: int = 0,
-       extra_gates: tuple[str, ...] = ()) -> Cluster:
+       extra_gates: tuple[str, ...] = (),
+       extra_args: dict[str, tuple[str, ...]] | None = None) -> Cluster:
     """Build what the cache lacks, start everything, wait until it serves; the running
-    control plane. On any failure what was started is stopped again."""
+    control plane. On any failure what was started is stopped again. `extra_args`: more flags
+    for a component, by its name (bench/shim_scale_real.py lifts the controller-manager's
+    client rate limit)."""
     rel = versions.release(version)
     build.ensure_all(version)
     kube, etcd_c, kwok_c = build.components(version)
@@ -199,7 +202,8 @@ def up(directory: Path, version: str = versions.DEFAULT_RELEASE, nodes: int = 0,
                          "(down first)")
     for attempt in range(3):
         try:
-            return _start(directory, state, rel, kube, etcd_c, kwok_c, nodes, extra_gates)
+            return _start(directory, state, rel, kube, etcd_c, kwok_c, nodes, extra_gates,
+                          extra_args or {})
         except BaseException:
             state.stop_all()
             # Ports are free when chosen and taken a moment later: another run may have been
@@ -219,7 +223,7 @@ def _lost_a_port(directory: Path) -> bool:
 
 def _start(directory: Path, state: State, rel: versions.Release, kube: build.Component,
            etcd_c: build.Component, kwok_c: build.Component, nodes: int,
-           extra_gates: tuple[str, ...]) -> Cluster:
+           extra_gates: tuple[str, ...], extra_args: dict[str, tuple[str, ...]]) -> Cluster:
     started = time.monotonic()
     certs = directory / "pki"
     certs.mkdir(exist_ok=True)
@@ -296,7 +300,8 @@ def _start(directory: Path, state: State, rel: versions.Release, kube: build.Com
         f"--service-account-private-key-file={sa.key}", f"--root-ca-file={ca.pair.cert}",
         f"--cluster-signing-cert-file={ca.pair.cert}",
         f"--cluster-signing-key-file={ca.pair.key}",
-        "--leader-elect=false", f"--feature-gates={gates}"], ports=(kcm_port,))
+        "--leader-elect=false", f"--feature-gates={gates}",
+        *extra_args.get("kube-controller-manager", ())], ports=(kcm_port,))
     sched_config = _kubeconfig(directory / "scheduler.kubeconfig", server, ca.pair.cert,
                                sched.cert, sched.key)
     sc = state.start("kube-scheduler", [
@@ -305,7 +310,8 @@ def _start(directory: Path, state: State, rel: versions.Release, kube: build.Com
         f"--authorization-kubeconfig={sched_config}",
         "--bind-address=127.0.0.1", f"--secure-port={sched_port}",
         f"--cert-dir={directory / 'scheduler-certs'}",
-        "--leader-elect=false", f"--feature-gates={gates}"], ports=(sched_port,))
+        "--leader-elect=false", f"--feature-gates={gates}",
+        *extra_args.get("kube-scheduler", ())], ports=(sched_port,))
     kwok_config = _kubeconfig(directory / "kwok.kubeconfig", server, ca.pair.cert,
                               kwok_id.cert, kwok_id.key)
     kw = state.start("kwok", [
