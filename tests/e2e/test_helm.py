@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.e2e.faults_support import Own, http_get, namespace, own_control_plane
 from tests.e2e.framework import (
     EXIT_CODE,
+    JOBSETS,
     conditions,
     eventually,
     has_condition,
@@ -212,6 +213,21 @@ def test_helm_uninstall_leaves_nothing_of_ours(release):
                                            "metadata": {"name": user_ns}})
     eventually("serviceaccount default", lambda: own.kube.maybe(
         f"/api/v1/namespaces/{user_ns}/serviceaccounts/default"), bool)
+    # The garbage collector takes a JobSet's children only once it watches JobSets, which it
+    # starts at a discovery resync (up to ~30 s after the CRD came); the uninstall deletes the
+    # CRD, after which it never would, and the children would stay for good (seen in a quiet
+    # CI run, where install and upgrade took less than that). A JobSet deleted and its
+    # children seen gone first says the collector is watching.
+    own.kube.create_jobset(jobset(user_ns, "gc-probe", [replicated_job("w", replicas=1)],
+                                  suspend=True))
+    service = f"/api/v1/namespaces/{user_ns}/services/gc-probe"
+    eventually("gc-probe's Job and headless Service", lambda: (
+        len(own.kube.jobs(user_ns, "gc-probe")), own.kube.maybe(service) is not None),
+        lambda seen: seen == (1, True))
+    own.kube.delete(f"{JOBSETS}/namespaces/{user_ns}/jobsets/gc-probe")
+    eventually("gc-probe's Job and Service collected", lambda: (
+        len(own.kube.jobs(user_ns, "gc-probe")), own.kube.maybe(service) is not None),
+        lambda seen: seen == (0, False))
     # A JobSet still running at uninstall: what the shim made for it (Jobs, pods, its
     # headless Service) must go with it.
     own.kube.create_jobset(jobset(user_ns, "left", [replicated_job("w", replicas=2)]))
