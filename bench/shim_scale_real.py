@@ -55,7 +55,6 @@ from bench.shim_scale import (  # noqa: E402
     NS,
     REPLICAS,
     Seen,
-    cpu_seconds,
     jobset,
     pcts,
     peak_rss_mb,
@@ -134,8 +133,18 @@ def pids(cluster: cp.Cluster, controller: str) -> dict[str, int]:
 
 
 def cpu(pid_map: dict[str, int]) -> dict[str, float]:
-    return {name: tree_cpu_seconds(pid) if name == "decider" else cpu_seconds(pid)
-            for name, pid in pid_map.items()}
+    # The shim and the decider run under tools/controlplane/supervise.py, as a container under
+    # its kubelet: their CPU is the tree's (and the decider's workers are in it too).
+    return {name: tree_cpu_seconds(pid) for name, pid in pid_map.items()}
+
+
+def container_pid(pid: int) -> int:
+    """The process supervise.py runs (itself for a process that is not supervised)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children and "supervise.py" in Path(f"/proc/{pid}/cmdline").read_text():
+            return int(children[0])
+    return pid
 
 
 def parallel(calls: list[Any], workers: int = 16) -> None:
@@ -255,9 +264,9 @@ def run(controller: str, args: argparse.Namespace, workdir: Path, out: dict[str,
             [n for n in names if current[n] == a], a, REPLICAS).items()}
         stage(STAGES[2], finished, done, before, ended)
         main = pid_map.get("shim") or pid_map["upstream-jobset"]
-        out["peak_rss_mb"] = peak_rss_mb(main)
+        out["peak_rss_mb"] = peak_rss_mb(container_pid(main))
         if "decider" in pid_map:
-            out["decider_peak_rss_mb"] = peak_rss_mb(pid_map["decider"])
+            out["decider_peak_rss_mb"] = peak_rss_mb(container_pid(pid_map["decider"]))
         out["nodes"] = nodes
         out["load"].append(os.getloadavg()[0])
     finally:
