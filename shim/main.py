@@ -8,24 +8,23 @@ problem on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 import decider_telemetry as telemetry
 from decider_client import DeciderClient
 from decider_telemetry import Telemetry
-from shim import decider_channel
-from shim.config import Config, parse_args
+from shim import decider_channel, kubeconfig
+from shim.config import Config
 from shim.controller import Shim
+from shim.flags import parse_args
 from shim.health import Health, HealthServer
 from shim.kube import Kube
 from shim.local_decider import LocalDecider
@@ -42,38 +41,12 @@ class StartupError(Exception):
     """The shim cannot start; the message names the problem on one line."""
 
 
-def _one_line(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    if isinstance(reason, BaseException):
-        exc = reason
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    # urllib3 prefixes its connection object: keep what the OS said.
-    return line.split(">: ", 1)[-1]
-
-
 def api_client(cfg: Config) -> client.ApiClient:
-    """kubeconfig (flag or KUBECONFIG) if given, else in-cluster, else ~/.kube/config."""
-    configuration = client.Configuration()
-    if cfg.kubeconfig:
-        source = f"--kubeconfig {cfg.kubeconfig}"
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        source = "the in-cluster service account"
-    else:
-        source = "~/.kube/config (no --kubeconfig, KUBECONFIG or in-cluster service account)"
-    if cfg.kubeconfig and not os.path.exists(cfg.kubeconfig):
-        raise StartupError(f"{source}: no such file")
+    """The API client of the kubeconfig the flags select (shim/kubeconfig.py)."""
     try:
-        if cfg.kubeconfig:
-            config.load_kube_config(config_file=cfg.kubeconfig, context=cfg.context or None,
-                                    client_configuration=configuration)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            config.load_kube_config(context=cfg.context or None,
-                                    client_configuration=configuration)
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
-        raise StartupError(f"{source}: {_one_line(exc) or type(exc).__name__}") from None
+        configuration = kubeconfig.load(cfg.kubeconfig, cfg.context)
+    except kubeconfig.KubeconfigError as exc:
+        raise StartupError(str(exc)) from None
     connection_settings(configuration, cfg)
     api = client.ApiClient(configuration)
     api.user_agent = f"decider-shim/{cfg.identity}"
@@ -106,7 +79,8 @@ def check_api_server(kube: Kube) -> None:
         raise StartupError(f"the API server at {host} answered {exc.status} {exc.reason}") \
             from None
     except (Urllib3Error, OSError) as exc:
-        raise StartupError(f"cannot reach the API server at {host}: {_one_line(exc)}") from None
+        raise StartupError(f"cannot reach the API server at {host}: "
+                           f"{kubeconfig.one_line(exc)}") from None
 
 
 def decider_client(cfg: Config) -> DeciderClient:
@@ -141,7 +115,7 @@ def build(cfg: Config, tel: Telemetry | None = None,
     except ApiException as exc:
         raise StartupError(f"API discovery failed: {exc.status} {exc.reason}") from None
     except (Urllib3Error, OSError) as exc:
-        raise StartupError(f"API discovery failed: {_one_line(exc)}") from None
+        raise StartupError(f"API discovery failed: {kubeconfig.one_line(exc)}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

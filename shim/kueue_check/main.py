@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 
-from kubernetes import client, config
-from kubernetes.config.config_exception import ConfigException
+from kubernetes import client
 
 from decider_api.tls_files import TLSFileError, TLSPaths
 from decider_client import DeciderClient
+from shim import kubeconfig
 from shim.config import parse_feature_gates
 from shim.decider_channel import ROUND_ROBIN, target
 from shim.kube import Kube
@@ -98,22 +98,16 @@ class StartupError(Exception):
 
 
 def api_client(args: argparse.Namespace) -> client.ApiClient:
-    configuration = client.Configuration()
+    """The API client of the kubeconfig the flags select, found as the shim finds its own."""
     try:
-        if args.kubeconfig:
-            if not os.path.exists(args.kubeconfig):
-                raise StartupError(f"--kubeconfig {args.kubeconfig}: no such file")
-            config.load_kube_config(config_file=args.kubeconfig, context=args.context or None,
-                                    client_configuration=configuration)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            config.load_kube_config(context=args.context or None,
-                                    client_configuration=configuration)
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
-        raise StartupError(f"kubeconfig: {str(exc).strip() or type(exc).__name__}") from None
+        configuration = kubeconfig.load(args.kubeconfig, args.context)
+    except kubeconfig.KubeconfigError as exc:
+        raise StartupError(str(exc)) from None
+    # TCP keepalive, as the shim's: a dead watch connection fails within minutes.
     configuration.keep_alive = True
-    return client.ApiClient(configuration)
+    api = client.ApiClient(configuration)
+    api.user_agent = "decider-kueue-check"
+    return api
 
 
 def decider(args: argparse.Namespace, timeout: float) -> DeciderClient:

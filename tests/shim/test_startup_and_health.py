@@ -262,3 +262,25 @@ def test_decider_shim_serves_its_health_port(cluster, decider_server) -> None:
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
+
+
+@pytest.mark.parametrize("module,prog", [("shim.main", "decider-shim"),
+                                         ("shim.kueue_check.main", "decider-kueue-check")],
+                         ids=["shim", "kueue-check"])
+@pytest.mark.parametrize("content,said", [(None, "no such file"), ("clusters: 7\n", "")],
+                         ids=["missing", "not-a-kubeconfig"])
+def test_both_programs_say_a_bad_kubeconfig_alike(tmp_path: Path, module: str, prog: str,
+                                                  content: str | None, said: str) -> None:
+    # One loader (shim/kubeconfig.py) serves the shim and the Kueue AdmissionCheck controller.
+    path = tmp_path / "kubeconfig"
+    if content is not None:
+        path.write_text(content)
+    out = subprocess.run([sys.executable, "-m", module, "--decider-address", "127.0.0.1:1",
+                          "--kubeconfig", str(path)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr
+    lines = [x for x in out.stderr.splitlines() if x.startswith(f"{prog}: ")]
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith(f"{prog}: --kubeconfig {path}: {said}")
+    assert len(lines[0]) > len(f"{prog}: --kubeconfig {path}: ")
