@@ -30,14 +30,14 @@ from shim.guard import PlanGuard
 from shim.kube import Kube, Obj
 from shim.leader import LeaderElector
 from shim.observation import Observation
-from shim.owned import BY_NAME_KINDS, OwnedIndex, controller_ref, is_jobset_ref
+from shim.owned import BY_NAME_KINDS, OwnedIndex
 from shim.refusals import DecisionRefused, PlanRefused, as_refusal, report
 from shim.telemetry import ShimTelemetry
+from shim.wakes import Wakes
 from shim.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-JOBSET_NAME_LABEL = watches.JOBSET_NAME_LABEL
 Key = tuple[str, str]
 
 
@@ -91,8 +91,14 @@ class Shim:
             )
         self.guard = PlanGuard({kind: api_version for api_version, kind in config.gang_kinds})
         self._owned = OwnedIndex()
-        w = watches.build(kube, config, self._on_jobset, self._on_owned, self._on_gang,
-                          self._on_pod)
+        # Late bound: the expectations and the observation are built on the watches.
+        self.wakes = Wakes(
+            self.queue, self._owned, self.ours, config.owned_update_batch_period,
+            awaiting=lambda key: self.expectations.awaiting(key),
+            forget=lambda key: self.expectations.forget(key),
+            jobsets_naming=lambda ns, name: self.observation.jobsets_naming(ns, name))
+        w = watches.build(kube, config, self.wakes.on_jobset, self.wakes.on_owned,
+                          self.wakes.on_gang, self.wakes.on_pod)
         self.jobsets, self.informers = w.jobsets, w.informers
         self.gang_informers, self.pods = w.gang_informers, w.pods
         self.observation = Observation(w, self._owned, self.ours)
@@ -141,41 +147,10 @@ class Shim:
         if not self._stop.is_set():
             self.queue.add_after(key, self.config.retry_period)
 
-    # ---- event handlers -------------------------------------------------------------------
+    # ---- event handlers (shim/wakes.py) -----------------------------------------------------
 
     def ours(self, jobset: Obj) -> bool:
         return (jobset.get("spec") or {}).get("managedBy") == self.config.controller_name
-
-    def _on_jobset(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        meta = obj["metadata"]
-        if etype == "DELETED":
-            self.expectations.forget((meta["namespace"], meta["name"]))
-        elif self.ours(obj):
-            self.queue.add((meta["namespace"], meta["name"]))
-
-    def _on_owned(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        self._owned.update(obj, old, etype == "DELETED")
-        ref = controller_ref(obj) or controller_ref(old)
-        if ref is not None and is_jobset_ref(ref):
-            # An owner is in its object's namespace: a reference never wakes another one's.
-            self.queue.add((obj["metadata"].get("namespace", ""), str(ref.get("name", ""))))
-
-    def _on_gang(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        self._on_owned(etype, obj, old)
-        if is_jobset_ref(controller_ref(obj) or controller_ref(old)):
-            return
-        # Not a JobSet's: it may hold a name a JobSet's gang object needs. Its owner is not
-        # ours to wake, but such a JobSet is: when the object goes, the refused pass can run.
-        meta = obj["metadata"]
-        ns = meta.get("namespace", "")
-        for js in self.observation.jobsets_naming(ns, meta["name"]):
-            self.queue.add((ns, js["metadata"]["name"]))
-
-    def _on_pod(self, etype: str, obj: Obj, old: Obj | None) -> None:
-        meta = obj["metadata"]
-        name = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
-        if name:
-            self.queue.add((meta.get("namespace", ""), name))
 
     def owned(self, jobset: Obj) -> list[Obj]:
         """What a pass sends the decider beside the JobSet (Observation.owned)."""
@@ -262,9 +237,12 @@ class Shim:
             if due is not None:
                 self._put_off[key] = due
             return True
+        # This pass reads what the put-off or batched wake was for; whatever it leaves to do
+        # it schedules itself (its requeue, a retry, a put-off).
         due = self._put_off.pop(key, None)
         if due is not None:
             self.queue.cancel_after(key, due)
+        self.wakes.claim(key)
         self.stats.reconciles += 1
         try:
             requeue = self.reconcile(key)

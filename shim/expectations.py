@@ -144,6 +144,11 @@ class Expectations:
                 return None
             return left
 
+    def awaiting(self, key: Key) -> bool:
+        """Whether a pass of this JobSet waits for some of its own writes to show."""
+        with self._lock:
+            return key in self._pending
+
     def _seen(self, namespace: str, owner: str, expected: tuple[str, str, str, bool]) -> bool:
         kind, name, uid, deleted = expected
         cached = self.lookup(namespace, owner, kind, name)

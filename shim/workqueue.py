@@ -127,6 +127,11 @@ class WorkQueue:
         with self._cond:
             return sum(self._failures.get(key, {}).values())
 
+    def scheduled(self, key: Hashable) -> float | None:
+        """The monotonic time a delayed key is due (as add_after returned it), if it waits."""
+        with self._cond:
+            return self._waiting.get(key)
+
     def due_in(self, key: Hashable) -> float | None:
         """Seconds until a delayed key is queued, None if it is not waiting."""
         with self._cond:

@@ -62,7 +62,7 @@ def test_the_version_line_is_one_line_however_narrow_the_terminal(module: str) -
 
 
 def test_every_shim_flag_has_help() -> None:
-    from shim.config import build_parser
+    from shim.flags import build_parser
 
     missing = [a.option_strings[0] for a in build_parser({})._actions
                if a.option_strings and not a.help]

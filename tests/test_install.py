@@ -450,7 +450,7 @@ def test_the_serve_flags_the_manifests_use_exist(tmp_path: Path) -> None:
     assert c["command"] == ["decider", "serve"]
     args = build_parser().parse_args(["serve", *c["args"]])
     assert args.webhook_port == 9443 and args.webhook_self_signed is True
-    from shim.config import parse_args
+    from shim.flags import parse_args
 
     shim = container(docs, "decider-shim")
     assert shim["command"] == ["decider-shim"]

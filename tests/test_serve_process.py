@@ -191,7 +191,7 @@ def test_mutual_tls_refuses_a_client_without_a_certificate(pki: Pki) -> None:
 
 
 def test_the_shims_decider_tls_flags_work_against_it(pki: Pki) -> None:
-    from shim.config import parse_args
+    from shim.flags import parse_args
     from shim.main import decider_client
 
     request = observe.build_decide_request(yaml.safe_load(EXAMPLE.read_text()), [], NOW)

@@ -31,8 +31,10 @@ def settle(shim: Shim) -> None:
     """Every pass queued so far has run and every event it recorded is written: a test that
     asserts something did not happen asserts it after this, not after a sleep (which, on a busy
     machine, may end before the pass that would have done it has even started). Delayed keys
-    (a requeue, a backoff) are not waited for."""
-    wait_for(shim.queue.idle, what="the shim's queue idle")
+    (a requeue, a backoff) are not waited for; an update's batched wake is (it is a pass an
+    event asked for)."""
+    wait_for(lambda: not shim.wakes.pending() and shim.queue.idle(),
+             what="the shim's queue idle, no batched wake left")
     assert shim.applier.sink.flush(HANG_GUARD), "events still unwritten"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shim.config import parse_args
+from shim.flags import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 

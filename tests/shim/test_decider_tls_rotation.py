@@ -22,7 +22,7 @@ from decider_api.tls_files import TLSPaths
 from decider_api.v1 import decider_pb2 as pb
 from decider_client.tls_channel import Channels
 from shim import decider_channel
-from shim.config import parse_args
+from shim.flags import parse_args
 from shim.main import decider_client
 from support.cert_rotation import Authority, SecretVolume
 from tests.shim.helpers import jobset, rjob, wait_for

@@ -272,11 +272,11 @@ def test_an_owned_objects_event_wakes_no_jobset_of_another_namespace(cluster, sh
     shim = shims.build()
     victim = cluster.create_jobset(jobset("victim"))
     forged = _job("victim-workers-0", "attacker", _owner(victim["metadata"]))
-    shim._on_owned("ADDED", forged, None)
+    shim.wakes.on_owned("ADDED", forged, None)
     assert shim.queue.get(0.1) == ("attacker", "victim")  # its own namespace, if anyone's
     assert shim.queue.get(0.05) is None
     assert shim.owned(victim) == []
-    shim._on_owned("DELETED", forged, forged)
+    shim.wakes.on_owned("DELETED", forged, forged)
     shim.applier.close()
 
 

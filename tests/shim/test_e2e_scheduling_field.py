@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from shim.config import gang_kinds, parse_args
+from shim.config import gang_kinds
+from shim.flags import parse_args
 from tests.shim.helpers import NS, jobset, rjob, wait_for
 
 SCHED = "scheduling.k8s.io"

@@ -15,7 +15,8 @@ from decider_api.v1 import decider_pb2 as pb
 from decider_client.observe import build_decide_request
 from fakekube import FakeKube
 from shim.apply import Applier, CreateConflict
-from shim.config import GANG_TARGETS, parse_args
+from shim.config import GANG_TARGETS
+from shim.flags import parse_args
 from shim.kube import Kube
 from shim.owned import may_be_gang_name
 from tests.shim.helpers import jobset, rjob

@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from fakekube import FakeKube
 from shim import kube as kube_module
-from shim.config import parse_args
+from shim.flags import parse_args
 from shim.kube_errors import KubeError, status_reason
 from shim.main import build_kube
 from shim.ratelimit import TokenBucket, retry_after

@@ -241,7 +241,7 @@ def test_a_foreign_gang_object_wakes_the_jobsets_it_may_name_reading_no_other(
         for gang_name, expected in cases.items():
             woken.clear()
             with TALLY.measuring():
-                shim._on_gang("ADDED", gang_body("PodGroup", gang_name, NS, None), None)
+                shim.wakes.on_gang("ADDED", gang_body("PodGroup", gang_name, NS, None), None)
             assert sorted(woken) == sorted(expected)
             # In the cache's order, as a scan of it met them.
             keys = [(j["metadata"]["namespace"], j["metadata"]["name"])

@@ -148,7 +148,7 @@ def parsed_args(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def shim_config(c: dict[str, Any]) -> Any:
-    from shim.config import parse_args
+    from shim.flags import parse_args
 
     return parse_args(c.get("args") or [], env={})
 
