@@ -316,11 +316,21 @@ def _finish(st: PassState) -> Plan:
     # Deleting the JobSet comes last: the status write and events above still need it.
     actions.extend(a for a in st.actions if a.type == "DeleteJobSet")
     if not st.explanation:
-        st.explain("nothing to do: the JobSet is as it should be")
+        st.explain(_status_written(st) if st.dirty
+                   else "nothing to do: the JobSet is as it should be")
     return Plan(actions=actions, status=_normalized_status(st.status),
                 requeue_after_seconds=whole_seconds(st.requeue_after),
                 requeue_after=st.requeue_after, explanation=st.explanation,
                 resource_version=st.js.resource_version, failure=st.failure)
+
+
+def _status_written(st: PassState) -> str:
+    """A pass whose only action is the status write (the counts of replicatedJobsStatus as Jobs
+    move on) says which fields it writes, not that it has nothing to do."""
+    before = _normalized_status(copy_json(st.js.status))
+    after = _normalized_status(st.status)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return f"status updated: {', '.join(changed)}" if changed else "status written again"
 
 
 def _normalized_status(status: dict) -> dict:

@@ -247,8 +247,11 @@ def test_each_pass_is_decide_itself() -> None:
     observed = Observed(jobset=trainer(), now=NOW, jobs=running(), objects=[service()])
     sim = simulate(observed, [])
     assert sim.steps[0].plan == decide(observed)
-    # The first pass writes replicatedJobsStatus; the second finds nothing to do.
+    # The first pass writes replicatedJobsStatus, and says so; the second finds nothing to do.
     assert len(sim.steps) == 2 and not sim.steps[1].plan.actions and sim.outcome.settled
+    assert [a.type for a in sim.steps[0].plan.actions] == ["UpdateStatus"]
+    assert sim.steps[0].plan.explanation == ["status updated: replicatedJobsStatus"]
+    assert sim.steps[1].plan.explanation == ["nothing to do: the JobSet is as it should be"]
 
 
 def test_the_same_request_simulates_alike() -> None:

@@ -11,10 +11,6 @@ lost whenever anyone passes another -m, e.g. bench/suite_under_load.py's `-m wai
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.framework import TIMEOUT, Kube, eventually
+from tests.e2e.framework import Kube
+from tests.e2e.planes import fresh_namespace, own_plane
 from tools.controlplane import cluster as cp
 from tools.controlplane import product
 from tools.controlplane.processes import tail
 
 HERE = Path(__file__).resolve().parent
 NODES = int(os.environ.get("E2E_NODES", "3"))
-TMP_PREFIX = "jobset-decider-e2e-"
 
 
 def _asked_for(config: pytest.Config) -> bool:
@@ -75,63 +71,24 @@ class E2E:
 
 @pytest.fixture(scope="session")
 def e2e() -> Iterator[E2E]:
+    # Down at the end with planes.own_plane's checks: processes, ports and this run's
+    # directory (every process's TMPDIR and HOME are in it), and deploy/'s RBAC: the shim runs
+    # as its ServiceAccount, so a request refused is a hole in deploy/, whatever test caused it.
     version = os.environ.get("E2E_KUBERNETES_VERSION", "v1.37.2")
-    directory = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
-    cluster = None
-    try:
-        cluster = cp.up(directory, version, nodes=NODES)
-        info = product.install(cluster)
-        kube = Kube(str(cluster.kubeconfig))
-        yield E2E(cluster, kube, info)
-        kube.close()
-    finally:
-        left = cluster.down() if cluster is not None else []
-        refused = rbac_refusals(directory / "logs" / "shim.log")
-        keep = os.environ.get("E2E_LOGS")
-        if keep and (directory / "logs").is_dir():
-            # Every process's log, for reading after the run (CI keeps them on failure).
-            shutil.copytree(directory / "logs", keep, dirs_exist_ok=True)
-        shutil.rmtree(directory, ignore_errors=True)
-        if directory.exists():
-            left.append(f"directory {directory} still exists")
-        # Processes, ports and this run's directory (every process's TMPDIR and HOME are in
-        # it, so nothing they wrote is anywhere else).
-        assert not left, "the e2e run left behind:\n" + "\n".join(left)
-        # The shim runs as deploy/'s ServiceAccount: a request its RBAC refused is a hole in
-        # deploy/, whatever the test that caused it saw.
-        assert not refused, "deploy/'s RBAC refused the shim:\n" + "\n".join(refused[:10])
+    with own_plane("session", version, NODES) as plane:
+        yield E2E(plane.cluster, plane.kube, product.install(plane.cluster))
 
 
-def rbac_refusals(log: Path) -> list[str]:
-    if not log.is_file():
-        return []
-    who = f'User "system:serviceaccount:{product.NAMESPACE}:{product.SHIM_SERVICE_ACCOUNT}" cannot'
-    return [line for line in log.read_text(errors="replace").splitlines() if who in line]
+def failed(request: pytest.FixtureRequest) -> bool:
+    """Whether the test a fixture serves failed (read in the fixture's teardown)."""
+    report = getattr(request.node, "e2e_report_call", None)
+    return report is not None and report.failed
 
 
 @pytest.fixture
 def ns(e2e: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of the test's own, its default service account there (pods wait for it);
-    on failure, what happened in it is printed."""
-    base = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")[:40]
-    name = f"e2e-{base}-{secrets.token_hex(2)}".lower()
-    e2e.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: e2e.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
-    yield name
-    report = getattr(request.node, "e2e_report_call", None)
-    if report is not None and report.failed:
-        _dump(e2e, name)
-    e2e.kube.delete(f"/api/v1/namespaces/{name}")
-
-
-def _dump(e2e: E2E, ns: str) -> None:
-    out = [f"--- namespace {ns} after the failure"]
-    for ev in e2e.kube.events(ns)[-40:]:
-        obj = ev.get("involvedObject", {})
-        out.append(f"event {ev.get('type')} {obj.get('kind')}/{obj.get('name')} "
-                   f"{ev.get('reason')}: {ev.get('message')}")
-    out.append(e2e.log("shim"))
-    out.append(e2e.log("decider", 15))
-    print("\n".join(out), file=sys.stderr)
+    """A namespace of the test's own (planes.fresh_namespace)."""
+    base = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")
+    with fresh_namespace(e2e.kube, base, lambda: [e2e.log("shim"), e2e.log("decider", 15)],
+                        lambda: failed(request)) as name:
+        yield name

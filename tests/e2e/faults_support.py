@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.e2e.conftest import NODES
-from tests.e2e.framework import TIMEOUT, Kube, eventually
-from tests.e2e.planes import own_plane
+from tests.e2e.framework import Kube
+from tests.e2e.planes import fresh_namespace, own_plane
 from tools.controlplane import cluster as cp
 from tools.controlplane.processes import tail
 
@@ -54,35 +52,15 @@ def own_control_plane(tag: str, shim_service_account: str | None = None) -> Iter
         yield Own(plane.cluster, plane.kube, refusals_expected=plane.refusals_expected)
 
 
-@contextlib.contextmanager
-def namespace(own: Own, base: str) -> Iterator[str]:
-    name = f"e2e-{base}-{secrets.token_hex(2)}".lower()
-    own.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: own.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
-    ok = False
-    try:
-        yield name
-        ok = True
-    finally:
-        if not ok:
-            dump(own, name)
-        with contextlib.suppress(Exception):
-            own.kube.delete(f"/api/v1/namespaces/{name}")
-
-
-def dump(own: Own, ns: str) -> None:
-    out = [f"--- namespace {ns} after the failure"]
-    with contextlib.suppress(Exception):
-        for ev in own.kube.events(ns)[-40:]:
-            obj = ev.get("involvedObject", {})
-            out.append(f"event {ev.get('type')} {obj.get('kind')}/{obj.get('name')} "
-                       f"{ev.get('reason')}: {ev.get('message')}")
-    for name in ("shim", "decider"):
-        with contextlib.suppress(KeyError):
-            out.append(own.log(name, 30))
-    print("\n".join(out), file=sys.stderr)
+def namespace(own: Own, base: str) -> contextlib.AbstractContextManager[str]:
+    """A namespace of the test's own on `own` (planes.fresh_namespace)."""
+    def logs() -> list[str]:
+        out = []
+        for name in ("shim", "decider"):
+            with contextlib.suppress(KeyError, OSError):
+                out.append(own.log(name, 30))
+        return out
+    return fresh_namespace(own.kube, base, logs)
 
 
 def http_get(url: str) -> tuple[int, str]:

@@ -10,7 +10,6 @@ processes and a directory of its own, and is checked on the way down as the sess
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.framework import TIMEOUT, Kube, eventually
-from tests.e2e.planes import own_plane
+from tests.e2e.framework import Kube
+from tests.e2e.planes import fresh_namespace, own_plane
 from tools.controlplane import cluster as cp
 from tools.controlplane import product, versions
 from tools.controlplane.processes import tail
@@ -76,29 +75,16 @@ def gang_control_plane(version: str, gates: str = FLAT_GATES) -> Iterator[GangCl
 
 @contextmanager
 def namespace(gc: GangCluster, test: str) -> Iterator[str]:
-    """A namespace of the test's own on `gc`, its default service account there; on failure
-    its events and the shim's last lines are printed; deleted at the end with the test's
-    nodes (named after it)."""
-    name = f"e2e-{test[:40]}-{secrets.token_hex(2)}".lower()
-    gc.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: gc.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
+    """A namespace of the test's own on `gc` (planes.fresh_namespace), deleted at the end with
+    the test's nodes (named after it)."""
+    name = ""
     try:
-        yield name
-    except BaseException:
-        out = [f"--- namespace {name} on {gc.version} after the failure"]
-        for ev in gc.kube.events(name)[-40:]:
-            obj = ev.get("involvedObject", {})
-            out.append(f"event {ev.get('type')} {obj.get('kind')}/{obj.get('name')} "
-                       f"{ev.get('reason')}: {ev.get('message')}")
-        out.append(gc.log("shim"))
-        out.append(gc.log("kube-scheduler", 20))
-        print("\n".join(out), file=sys.stderr)
-        raise
+        with fresh_namespace(gc.kube, test, lambda: [f"(on {gc.version})", gc.log("shim"),
+                                                      gc.log("kube-scheduler", 20)]) as name:
+            yield name
     finally:
-        gc.kube.delete(f"/api/v1/namespaces/{name}")
-        for node in gc.kube.items("/api/v1/nodes", labelSelector=f"{POOL}={name}"):
+        nodes = gc.kube.items("/api/v1/nodes", labelSelector=f"{POOL}={name}") if name else []
+        for node in nodes:
             gc.kube.delete(f"/api/v1/nodes/{node['metadata']['name']}")
 
 

@@ -7,16 +7,15 @@ changes meaning)."""
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import E2E, _dump
+from tests.e2e.conftest import E2E, failed
 from tests.e2e.framework import EXIT_CODE, TIMEOUT, Kube, eventually, phases
-from tests.e2e.planes import own_plane
+from tests.e2e.planes import fresh_namespace, own_plane
 from tools.controlplane import product
 
 # A pod scheduling gate the kube-scheduler waits on: a pod carrying it stays Pending (and not
@@ -126,17 +125,10 @@ def gated_control_plane(version: str, gates: str = GATES, nodes: int = 2,
 @contextlib.contextmanager
 def own_namespace(plane: E2E, request: pytest.FixtureRequest, prefix: str) -> Iterator[str]:
     """The conftest's `ns`, on a module's own control plane."""
-    name = f"{prefix}-{request.node.name[5:25].replace('_', '-')}-{secrets.token_hex(2)}"
-    name = name.lower()
-    plane.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": name}})
-    eventually(f"serviceaccount {name}/default", lambda: plane.kube.maybe(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default"), bool, TIMEOUT)
-    yield name
-    report = getattr(request.node, "e2e_report_call", None)
-    if report is not None and report.failed:
-        _dump(plane, name)
-    plane.kube.delete(f"/api/v1/namespaces/{name}")
+    base = f"{prefix.removeprefix('e2e-')}-{request.node.name[5:25].replace('_', '-')}"
+    with fresh_namespace(plane.kube, base, lambda: [plane.log("shim"), plane.log("decider", 15)],
+                         lambda: failed(request)) as name:
+        yield name
 
 
 def gone(kube: Kube, path: str, what: str, timeout: float = TIMEOUT) -> None:

@@ -181,9 +181,10 @@ def test_apiserver_restarted_mid_run_and_a_jobset_edited_before_the_shim_sees_it
         mark = len(own.log_text("shim"))
 
         restart.restart(own.state, "kube-apiserver", ready=lambda: apiserver_ready(own))
-        # At once, while the shim's watches are still broken and backing off: an edit only a
-        # recovered watch (or its re-list) brings to the shim.
+        # At once, while the shim's watches are still broken and backing off: an edit and a
+        # new JobSet that only a recovered watch (or its re-list) brings to the shim.
         kube.patch(path, {"spec": {"suspend": True}})
+        kube.create_jobset(jobset(ns, "after", [replicated_job("w")]))
         eventually("the Jobs suspended and their pods gone",
                    lambda: (kube.jobs(ns, "through"), kube.pods(ns, "through")),
                    lambda seen: len(seen[0]) == 2 and all(j["spec"].get("suspend")
@@ -201,7 +202,9 @@ def test_apiserver_restarted_mid_run_and_a_jobset_edited_before_the_shim_sees_it
 
         kube.patch(path, {"spec": {"suspend": False}})
         succeed(own, ns, running(own, ns, "through", 2))
+        succeed(own, ns, running(own, ns, "after", 1))
         completed(own, ns, "through")
+        completed(own, ns, "after")
         assert {j["metadata"]["uid"] for j in kube.jobs(ns, "through")} == uids
 
 
@@ -229,8 +232,11 @@ def test_shim_killed_while_creating_and_the_jobset_edited_before_it_is_back(own)
         killed = restart.kill(own.state, "shim")
         at_kill = {j["metadata"]["uid"] for j in jobs()}
         assert 0 < len(at_kill) < replicas, f"{len(at_kill)} Jobs when killed"
-        # Edited while no shim runs: the new one must act on the edit, not on what it missed.
+        # Edited while no shim runs: the new one must act on the edit, not on what it missed;
+        # and a JobSet made meanwhile gets its Jobs from it.
         kube.patch(path, {"spec": {"suspend": True}})
+        kube.create_jobset(jobset(ns, "meanwhile", [replicated_job("w", replicas=2)]))
+        assert kube.jobs(ns, "meanwhile") == []
         restart.start_again(own.state, killed, argv=usual, ready=lambda: http_get(
             own.product["shim_healthz"] + "/readyz")[0] == 200)
 
@@ -253,6 +259,10 @@ def test_shim_killed_while_creating_and_the_jobset_edited_before_it_is_back(own)
         assert sorted(j["metadata"]["name"] for j in final) == sorted(
             f"many-w-{i}" for i in range(replicas))
         assert js["status"].get("restarts", 0) == 0
+        succeed(own, ns, running(own, ns, "meanwhile", 2))
+        assert completed(own, ns, "meanwhile")["status"].get("restarts", 0) == 0
+        assert sorted(j["metadata"]["name"] for j in kube.jobs(ns, "meanwhile")) == [
+            "meanwhile-w-0", "meanwhile-w-1"]
 
 
 def test_apiserver_away_past_the_renew_deadline_the_shim_exits_and_its_restart_converges(own):
