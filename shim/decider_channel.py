@@ -14,6 +14,7 @@ import ipaddress
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Protocol
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -32,6 +33,19 @@ class ChannelError(Exception):
     """A TLS file named by a flag cannot be used; the message names the flag."""
 
 
+class DeciderFlags(Protocol):
+    """The --decider-* flags, as the shim's Config and decider-kueue-check's arguments hold
+    them: both programs dial the decider alike."""
+
+    decider_address: str
+    decider_timeout: float
+    decider_tls: bool
+    decider_ca_file: str
+    decider_cert_file: str
+    decider_key_file: str
+    decider_server_name: str
+
+
 def target(address: str) -> str:
     """`host:port` with a DNS name for host -> `dns:///host:port`, so every address the name
     resolves to is used; an IP address or an explicit scheme stays as it is."""
@@ -45,7 +59,7 @@ def target(address: str) -> str:
         return f"dns:///{address}"
 
 
-def options(cfg: Config) -> list[tuple[str, object]]:
+def options(cfg: DeciderFlags) -> list[tuple[str, object]]:
     opts: list[tuple[str, object]] = [("grpc.service_config", ROUND_ROBIN)]
     if cfg.decider_server_name:
         opts.append(("grpc.ssl_target_name_override", cfg.decider_server_name))
@@ -61,7 +75,7 @@ def _read(path: str, flag: str) -> bytes | None:
         raise ChannelError(f"{flag} {path}: {exc}") from None
 
 
-def tls_files(cfg: Config) -> TLSPaths | None:
+def tls_files(cfg: DeciderFlags) -> TLSPaths | None:
     """The --decider-*-file paths, checked now (ChannelError naming the flag); the channels
     read them again when they change, so a renewed certificate needs no restart."""
     if not cfg.decider_tls:
@@ -79,7 +93,7 @@ def tls_files(cfg: Config) -> TLSPaths | None:
     return paths
 
 
-def client(cfg: Config) -> DeciderClient:
+def client(cfg: DeciderFlags) -> DeciderClient:
     return DeciderClient(target(cfg.decider_address), timeout=cfg.decider_timeout,
                          options=options(cfg), tls=tls_files(cfg))
 

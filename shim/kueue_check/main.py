@@ -19,11 +19,9 @@ from types import FrameType
 
 from kubernetes import client
 
-from decider_api.tls_files import TLSFileError, TLSPaths
 from decider_client import DeciderClient
-from shim import kubeconfig
+from shim import decider_channel, kubeconfig
 from shim.config import parse_feature_gates
-from shim.decider_channel import ROUND_ROBIN, target
 from shim.kube import Kube
 from shim.kube_errors import ResourceNotServed
 from shim.kueue_check.controller import (
@@ -86,6 +84,9 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, CheckConfig]:
         parser.error("--workers: must be at least 1")
     if args.decider_timeout <= 0:
         parser.error("--decider-timeout: must be more than 0 seconds")
+    # No --decider-tls flag here: a CA, a certificate or a key file is what asks for TLS.
+    args.decider_tls = bool(args.decider_ca_file or args.decider_cert_file
+                            or args.decider_key_file)
     namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()] or None
     return args, CheckConfig(controller_name=args.controller_name, namespaces=namespaces,
                              feature_gates=gates, gang_api_version=args.gang_api_version,
@@ -110,21 +111,12 @@ def api_client(args: argparse.Namespace) -> client.ApiClient:
     return api
 
 
-def decider(args: argparse.Namespace, timeout: float) -> DeciderClient:
-    tls = None
-    if args.decider_ca_file or args.decider_cert_file or args.decider_key_file:
-        tls = TLSPaths(cert_file=args.decider_cert_file, key_file=args.decider_key_file,
-                       ca_file=args.decider_ca_file)
-        try:
-            tls.load()
-        except TLSFileError as exc:
-            raise StartupError(f"--decider-ca-file/--decider-cert-file/--decider-key-file: "
-                               f"{exc}") from None
-    options: list[tuple[str, object]] = [("grpc.service_config", ROUND_ROBIN)]
-    if args.decider_server_name:
-        options.append(("grpc.ssl_target_name_override", args.decider_server_name))
-    return DeciderClient(target(args.decider_address), timeout=timeout, tls=tls,
-                         options=options)
+def decider(args: argparse.Namespace) -> DeciderClient:
+    """The decider client the --decider-* flags describe, dialled as the shim dials its own."""
+    try:
+        return decider_channel.client(args)
+    except decider_channel.ChannelError as exc:
+        raise StartupError(str(exc)) from None
 
 
 def serve_health(port: int, controller: AdmissionCheckController) -> ThreadingHTTPServer:
@@ -161,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         kube = Kube(api_client(args))
-        controller = AdmissionCheckController(kube, decider(args, cfg.decider_timeout), cfg)
+        controller = AdmissionCheckController(kube, decider(args), cfg)
         controller.start()
     except (StartupError, ResourceNotServed, RuntimeError) as exc:
         print(f"decider-kueue-check: {exc}", file=sys.stderr)

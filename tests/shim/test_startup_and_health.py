@@ -146,6 +146,29 @@ def test_an_unreadable_tls_file_is_one_line_naming_the_flag(flag: str, tmp_path:
     assert line == f"decider-shim: {flag} {notpem}: not a PEM file"
 
 
+@pytest.mark.parametrize("flag", ["--decider-ca-file", "--decider-cert-file",
+                                  "--decider-key-file"])
+def test_the_kueue_check_says_an_unreadable_tls_file_as_the_shim_does(flag: str,
+                                                                     tmp_path: Path) -> None:
+    # Both dial the decider through shim/decider_channel.py: a file names itself alike.
+    def check(path: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "shim.kueue_check.main", "--decider-address",
+                              "127.0.0.1:1", "--kubeconfig", _unreachable_kubeconfig(tmp_path),
+                              flag, path], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                             env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+        assert out.returncode == 2, (out.returncode, out.stderr)
+        assert "Traceback" not in out.stderr
+        lines = [x for x in out.stderr.splitlines() if x.startswith("decider-kueue-check: ")]
+        assert len(lines) == 1, out.stderr
+        return lines[0]
+
+    assert check("/nonexistent.pem") == (f"decider-kueue-check: {flag} /nonexistent.pem: "
+                                         "cannot read: No such file or directory")
+    notpem = tmp_path / "x.pem"
+    notpem.write_text("hello")
+    assert check(str(notpem)) == f"decider-kueue-check: {flag} {notpem}: not a PEM file"
+
+
 # ---- health ---------------------------------------------------------------------------------
 
 def _get(port: int, path: str) -> tuple[int, str]:
