@@ -197,22 +197,21 @@ def _signal_group(record: Mapping[str, Any], sig: int) -> None:
 def stop_records(records: Sequence[Mapping[str, Any]], grace: float) -> None:
     for record in records:
         _signal_group(record, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        for record in records:
-            _reap(record["pid"])
-        if not any(alive(r) or group_members(r["pid"]) for r in records):
-            break
-        time.sleep(0.1)
+    _await_gone(records, grace)
     for record in records:
         if alive(record) or group_members(record["pid"]):
             _signal_group(record, signal.SIGKILL)
-    deadline = time.monotonic() + 5
+    _await_gone(records, 5)
+
+
+def _await_gone(records: Sequence[Mapping[str, Any]], seconds: float) -> None:
+    """Reap and wait until no process of the records' groups is left, at most `seconds`."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for record in records:
             _reap(record["pid"])
         if not any(alive(r) or group_members(r["pid"]) for r in records):
-            break
+            return
         time.sleep(0.1)
 
 
