@@ -120,7 +120,7 @@ class Fleet:
             out["queue.failures"] += len(q._failures)
             out["expectations"] += len(shim.expectations._pending)
             out["recorder"] += len(shim.applier.recorder._told)
-            out["put_off"] += len(shim._put_off)
+            out["put_off"] += len(shim.wakes._put_off)
             out["owned.owners"] += len(shim._owned._by_owner)
         return dict(out)
 

@@ -106,8 +106,6 @@ class Shim:
         self.expectations = Expectations(
             self.observation.cached, {kind for _, kind in config.owned_kinds},
             by_name=BY_NAME_KINDS)
-        # Per JobSet put off: when the fallback retry is due (dropped once a pass runs).
-        self._put_off: dict[Key, float] = {}
         self.applier = Applier(
             kube,
             config.controller_name,
@@ -233,15 +231,8 @@ class Shim:
             # Deciding now would plan again what the last pass did: the event that brings its
             # writes queues the JobSet again; the delayed add only covers one that never comes.
             self.stats.deferred += 1
-            due = self.queue.add_after(key, wait)
-            if due is not None:
-                self._put_off[key] = due
+            self.wakes.put_off(key, wait)
             return True
-        # This pass reads what the put-off or batched wake was for; whatever it leaves to do
-        # it schedules itself (its requeue, a retry, a put-off).
-        due = self._put_off.pop(key, None)
-        if due is not None:
-            self.queue.cancel_after(key, due)
         self.wakes.claim(key)
         self.stats.reconciles += 1
         try:

@@ -40,8 +40,10 @@ class Wakes:
         self.awaiting = awaiting
         self.forget = forget
         self.jobsets_naming = jobsets_naming
-        # Per JobSet woken by a batched update: when its pass is due (dropped once one runs).
+        # Per JobSet, the delayed wakes a pass answers (dropped once one runs): a batched
+        # update's, and a put-off pass's fallback.
         self._batched: dict[Key, float] = {}
+        self._put_off: dict[Key, float] = {}
         self._lock = threading.Lock()
 
     def on_jobset(self, etype: str, obj: Obj, old: Obj | None) -> None:
@@ -86,17 +88,27 @@ class Wakes:
         if etype != "MODIFIED" or self.batch_period <= 0 or self.awaiting(key):
             self.queue.add(key)
             return
-        due = self.queue.add_after(key, self.batch_period)
+        self._wake_after(self._batched, key, self.batch_period)
+
+    def put_off(self, key: Key, wait: float) -> None:
+        """A pass found its JobSet's own writes not yet in the caches: the event that brings
+        them wakes it again; this wake, `wait` seconds on, covers one that never comes."""
+        self._wake_after(self._put_off, key, wait)
+
+    def _wake_after(self, records: dict[Key, float], key: Key, delay: float) -> None:
+        due = self.queue.add_after(key, delay)
         if due is not None:
             with self._lock:
-                self._batched[key] = due
+                records[key] = due
 
     def claim(self, key: Key) -> None:
-        """A pass of `key` starts: it reads what a batched wake was for, so that wake is
-        dropped (whatever the pass leaves to do, it schedules itself)."""
+        """A pass of `key` starts: it reads what a batched or put-off wake was for, so those
+        are dropped (whatever the pass leaves to do, it schedules itself: its requeue, a
+        retry, another put-off)."""
         with self._lock:
-            due = self._batched.pop(key, None)
-        if due is not None:
+            dues = [d for d in (self._batched.pop(key, None), self._put_off.pop(key, None))
+                    if d is not None]
+        for due in dues:
             self.queue.cancel_after(key, due)
 
     def pending(self) -> bool:

@@ -129,3 +129,13 @@ def test_an_update_of_what_no_jobset_controls_wakes_nothing():
     orphan["metadata"]["ownerReferences"] = []
     w.on_owned("MODIFIED", orphan, orphan)
     assert len(queue) == 0 and not w.pending()
+
+
+def test_a_pass_that_runs_claims_its_put_off_fallback_too():
+    # Put off for its own writes, then run once the event bringing them came: the fallback
+    # wake it left is answered, and dropped.
+    w, queue, _ = wakes()
+    w.put_off(KEY, 5.0)
+    assert queue.scheduled(KEY) is not None and not w.pending(), "a put-off is no batched wake"
+    w.claim(KEY)
+    assert queue.scheduled(KEY) is None
