@@ -327,7 +327,8 @@ def _finish(st: PassState) -> Plan:
 def _status_written(st: PassState) -> str:
     """A pass whose only action is the status write (the counts of replicatedJobsStatus as Jobs
     move on) says which fields it writes, not that it has nothing to do."""
-    before = _normalized_status(copy_json(st.js.status))
+    # Compared, never changed: _normalized_status's shallow copies are enough.
+    before = _normalized_status(st.js.status)
     after = _normalized_status(st.status)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     return f"status updated: {', '.join(changed)}" if changed else "status written again"
