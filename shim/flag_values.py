@@ -39,7 +39,8 @@ def env_boolean(parser: argparse.ArgumentParser, env: Mapping[str, str], name: s
 
 
 def number(kind: type[int] | type[float], *, at_least: float | None = None,
-           above: float | None = None, env: str = "") -> Callable[[str], float]:
+           above: float | None = None, at_most: float | None = None,
+           env: str = "") -> Callable[[str], float]:
     """An argparse `type` for a finite int or float within bounds. Given as a string default
     (the environment's value), argparse converts it the same way, so `env` is named too."""
     where = f" (the flag or {env})" if env else ""
@@ -56,6 +57,8 @@ def number(kind: type[int] | type[float], *, at_least: float | None = None,
             raise argparse.ArgumentTypeError(f"must be at least {at_least:g}, got {text}{where}")
         if above is not None and value <= above:
             raise argparse.ArgumentTypeError(f"must be greater than {above:g}, got {text}{where}")
+        if at_most is not None and value > at_most:
+            raise argparse.ArgumentTypeError(f"must be at most {at_most:g}, got {text}{where}")
         return value
 
     return convert

@@ -142,12 +142,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--owned-update-batch-period",
-        type=number(float, at_least=0, env="SHIM_OWNED_UPDATE_BATCH_PERIOD"),
+        # At most a minute: a mistyped 500 would leave a failed Job unanswered for minutes.
+        type=number(float, at_least=0, at_most=60, env="SHIM_OWNED_UPDATE_BATCH_PERIOD"),
         default=e("SHIM_OWNED_UPDATE_BATCH_PERIOD", "0.5"),
         help="seconds an update of a Job, Service or gang object waits before its JobSet's "
         "pass, so that one pass reads a burst of them, as the Job controller batches pod "
-        "updates; 0: a pass per update (env SHIM_OWNED_UPDATE_BATCH_PERIOD, default "
-        "%(default)s)",
+        "updates; 0: a pass per update, at most 60 (env SHIM_OWNED_UPDATE_BATCH_PERIOD, "
+        "default %(default)s)",
     )
     p.add_argument(
         "--workers",

@@ -28,6 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
     (["--kube-api-max-retries", "-1"], {}, "--kube-api-max-retries: must be at least 0"),
     (["--kube-api-max-retry-wait", "nan"], {}, "--kube-api-max-retry-wait: 'nan'"),
     (["--workers", "0"], {}, "--workers: must be at least 1, got 0"),
+    (["--owned-update-batch-period", "-0.5"], {}, "--owned-update-batch-period: must be at "
+                                                  "least 0, got -0.5"),
+    ([], {"SHIM_OWNED_UPDATE_BATCH_PERIOD": "500"}, "--owned-update-batch-period: must be at "
+                                                    "most 60, got 500 (the flag or "
+                                                    "SHIM_OWNED_UPDATE_BATCH_PERIOD)"),
+    (["--owned-update-batch-period", "nan"], {}, "--owned-update-batch-period: 'nan'"),
     ([], {"SHIM_MAX_PARALLEL_WRITES": "-3"}, "--max-parallel-writes: must be at least 1, got -3 "
                                              "(the flag or SHIM_MAX_PARALLEL_WRITES)"),
     (["--leader-elect-lease-duration", "nan"], {}, "--leader-elect-lease-duration: 'nan'"),
@@ -46,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (["--log-level", "LOUD"], {}, "--log-level: 'LOUD' is not one of DEBUG, INFO"),
 ], ids=["nan-timeout", "zero-timeout", "env-timeout-not-a-number", "infinite-qps",
         "env-fractional-burst", "negative-retries", "nan-retry-wait", "no-workers",
+        "negative-batch-period", "env-batch-period-past-a-minute", "nan-batch-period",
         "env-negative-writes", "nan-lease", "renew-past-lease", "port-out-of-range",
         "env-negative-port", "env-mistyped-leader-elect", "env-mistyped-tls", "gate-no-value",
         "gate-mistyped-value", "unknown-log-level"])
