@@ -300,14 +300,18 @@ def test_watch_resumes_with_bookmarks_and_expires_with_410(kube):
     assert event["type"] == "ERROR" and event["object"]["code"] == 410
 
 
+def _job_status(b: client.BatchV1Api, name: str = "j") -> client.V1JobStatus:
+    # Until the simulator's first sync a Job has no status at all: read that as an empty one,
+    # so a wait polls instead of failing on None.
+    return b.read_namespaced_job_status(name, NS).status or client.V1JobStatus()
+
+
 def test_job_simulator_reports_batch_v1_conditions(kube):
     fake, api = kube
     b = client.BatchV1Api(api)
     with JobSimulator(fake.store) as sim:
         b.create_namespaced_job(NS, _job(parallelism=2))
-        # Until the simulator's first sync the Job has no status at all.
-        wait_for(lambda: ((b.read_namespaced_job_status("j", NS).status
-                           or client.V1JobStatus()).ready or 0) >= 2, what="two pods ready")
+        wait_for(lambda: (_job_status(b).ready or 0) >= 2, what="two pods ready")
         sim.fail(NS, "j", reason="PodFailurePolicy", message="exit code 42")
         st = b.read_namespaced_job_status("j", NS).status
         types = [(c.type, c.reason) for c in st.conditions]
@@ -323,18 +327,16 @@ def test_a_suspended_job_loses_its_start_time_and_a_resumed_one_starts_again(kub
     b = client.BatchV1Api(api)
     with JobSimulator(fake.store):
         b.create_namespaced_job(NS, _job(parallelism=2))
-        first = wait_for(lambda: b.read_namespaced_job_status("j", NS).status.start_time,
-                         what="the Job started")
+        first = wait_for(lambda: _job_status(b).start_time, what="the Job started")
         b.patch_namespaced_job("j", NS, {"spec": {"suspend": True}})
         st = wait_for(lambda: (lambda s: s if any(c.type == "Suspended" and c.status == "True"
                                                   for c in s.conditions or []) else None)(
-            b.read_namespaced_job_status("j", NS).status), what="the Job suspended")
+            _job_status(b)), what="the Job suspended")
         assert st.start_time is None and st.active is None and st.ready == 0
         raw = fake.store.try_get(fake.store.resources["batch/v1/jobs"], NS, "j")
         assert "active" not in raw["status"] and "startTime" not in raw["status"]
         b.patch_namespaced_job("j", NS, {"spec": {"suspend": False}})
-        resumed = wait_for(lambda: b.read_namespaced_job_status("j", NS).status.start_time,
-                           what="the Job resumed")
+        resumed = wait_for(lambda: _job_status(b).start_time, what="the Job resumed")
         assert resumed >= first
 
 
