@@ -113,6 +113,17 @@ def test_leader_election_off_and_fixed_replicas(helm: Path) -> None:
 
 
 @pytest.mark.waits
+@pytest.mark.parametrize(("period", "expected"), [(None, 0.5), (0, 0.0), (2.5, 2.5)],
+                         ids=["shim-default", "zero-is-off-not-unset", "set"])
+def test_workers_and_the_update_batch_period_reach_the_shim(helm: Path, period: float | None,
+                                                            expected: float) -> None:
+    values: dict[str, Any] = {"shim.workers": 8, "shim.ownedUpdateBatchPeriod": period}
+    config = H.shim_config(H.container(H.rendered(helm, values), "decider-shim"))
+    assert config.workers == 8
+    assert config.owned_update_batch_period == expected
+
+
+@pytest.mark.waits
 @pytest.mark.parametrize(("keep", "annotated"), [(False, False), (True, True)],
                          ids=["deleted-at-uninstall", "kept"])
 def test_the_crd_is_deploys_and_kept_only_when_asked(helm: Path, keep: bool,
@@ -135,6 +146,8 @@ REFUSED = [
     ({"shim.leaderElection.enabled": False}, "every replica would act"),
     ({"telemetry.sampler": "sometimes"}, "sampler"),
     ({"telemetry.samplerArg": 2}, "samplerArg"),
+    ({"shim.ownedUpdateBatchPeriod": 500}, "ownedUpdateBatchPeriod"),
+    ({"shim.workers": 0}, "workers"),
 ]
 
 
@@ -143,7 +156,8 @@ REFUSED = [
                          ids=["unknown-gate", "unknown-cert-mode", "unknown-gang-target",
                               "unknown-key", "namespaced-without-namespaces",
                               "two-shims-without-leader", "unknown-sampler",
-                              "sampler-ratio-above-one"])
+                              "sampler-ratio-above-one", "batch-period-above-a-minute",
+                              "no-workers"])
 def test_wrong_values_are_refused_naming_them(helm: Path, values: dict[str, Any],
                                               named: str) -> None:
     out = H.template(helm, values)
