@@ -124,6 +124,17 @@ def test_workers_and_the_update_batch_period_reach_the_shim(helm: Path, period: 
 
 
 @pytest.mark.waits
+def test_integers_past_a_million_reach_the_programs_as_digits(helm: Path) -> None:
+    # Helm holds every number as a float and prints 1000000 as 1e+06, which an integer flag
+    # refuses: the pod would crash-loop on a value the schema admitted.
+    docs = H.rendered(helm, {"decider.workers": 1_000_000, "shim.workers": 1_000_000,
+                             "shim.kubeAPI.burst": 2_000_000})
+    assert H.parsed_args(H.container(docs, "jobset-decider"))["workers"] == 1_000_000
+    config = H.shim_config(H.container(docs, "decider-shim"))
+    assert (config.workers, config.kube_api_burst) == (1_000_000, 2_000_000)
+
+
+@pytest.mark.waits
 @pytest.mark.parametrize(("keep", "annotated"), [(False, False), (True, True)],
                          ids=["deleted-at-uninstall", "kept"])
 def test_the_crd_is_deploys_and_kept_only_when_asked(helm: Path, keep: bool,
@@ -148,6 +159,8 @@ REFUSED = [
     ({"telemetry.samplerArg": 2}, "samplerArg"),
     ({"shim.ownedUpdateBatchPeriod": 500}, "ownedUpdateBatchPeriod"),
     ({"shim.workers": 0}, "workers"),
+    # Past int32 Helm's int64 conversion would wrap around to a negative count.
+    ({"shim.workers": 2**31}, "workers"),
 ]
 
 
@@ -157,7 +170,7 @@ REFUSED = [
                               "unknown-key", "namespaced-without-namespaces",
                               "two-shims-without-leader", "unknown-sampler",
                               "sampler-ratio-above-one", "batch-period-above-a-minute",
-                              "no-workers"])
+                              "no-workers", "workers-past-int32"])
 def test_wrong_values_are_refused_naming_them(helm: Path, values: dict[str, Any],
                                               named: str) -> None:
     out = H.template(helm, values)
